@@ -1,0 +1,29 @@
+/*
+ * xenhsa wire protocol v1: the doorbell page.
+ *
+ * One page the frontend grants (xenstore "doorbell-ref"). Ringing queue q's doorbell means
+ * storing the queue's new write dispatch id in doorbell[q] with release order, as ROCr
+ * stores to a hardware doorbell. The GPU side polls the doorbells of busy queues; when
+ * all are idle it sets `kick_requested` and sleeps on the event channel, so the guest
+ * notifies the event channel after a doorbell store iff kick_requested is nonzero (the
+ * same suppression idea as the ring's event indices; the GPU side re-checks every
+ * doorbell after setting kick_requested).
+ */
+#ifndef XENHSA_PROTO_DOORBELL_H
+#define XENHSA_PROTO_DOORBELL_H
+
+#include "common.h"
+
+#define XENHSA_DOORBELLS_PER_PAGE 504u
+
+struct xenhsa_doorbell_page {
+    /* cache line 0: written by the backend */
+    uint32_t kick_requested;
+    uint32_t pad[15];
+    /* written by the frontend */
+    uint64_t doorbell[XENHSA_DOORBELLS_PER_PAGE];
+};
+XENHSA_WIRE_STRUCT(struct xenhsa_doorbell_page, XENHSA_PAGE_SIZE);
+XENHSA_FIELD_AT(struct xenhsa_doorbell_page, doorbell, 64);
+
+#endif /* XENHSA_PROTO_DOORBELL_H */

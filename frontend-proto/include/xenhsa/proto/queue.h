@@ -1,0 +1,48 @@
+/*
+ * xenhsa wire protocol v1: AQL queues.
+ *
+ * The guest provides the ring and the read/write-pointer memory at its own VAs; each must
+ * lie in a range it has PINned and MAPped to the GPU. A queue holds that memory: FREE,
+ * UNPIN or UNMAP of memory a live queue uses is deferred until the queue is destroyed
+ * (answered OK, never an error, never a leak). The queue's doorbell is slot
+ * `doorbell_index` of the guest's doorbell page (doorbell.h).
+ */
+#ifndef XENHSA_PROTO_QUEUE_H
+#define XENHSA_PROTO_QUEUE_H
+
+#include "common.h"
+
+enum xenhsa_queue_type {
+    XENHSA_QUEUE_COMPUTE_AQL = 1
+};
+
+#define XENHSA_AQL_PACKET_SIZE 64u
+#define XENHSA_QUEUE_RING_MIN XENHSA_PAGE_SIZE   /* 64 packets */
+#define XENHSA_QUEUE_RING_MAX (1ull << 22)         /* 64 Ki packets */
+#define XENHSA_QUEUE_PRIORITY_MIN (-3)
+#define XENHSA_QUEUE_PRIORITY_MAX 3
+
+struct xenhsa_queue_create_req {
+    uint32_t node;
+    uint32_t type;       /* enum xenhsa_queue_type */
+    uint32_t percentage; /* 0..100 */
+    int32_t priority;    /* XENHSA_QUEUE_PRIORITY_MIN..MAX */
+    uint64_t ring_va;    /* page aligned */
+    uint64_t ring_size;  /* power of two, XENHSA_QUEUE_RING_MIN..MAX */
+    uint64_t rptr_va;    /* 8-byte aligned; the read dispatch id (amd_queue_t) */
+    uint64_t wptr_va;    /* 8-byte aligned; the write dispatch id */
+    uint64_t error_event; /* event handle signalled on a queue error, or 0 */
+};
+XENHSA_WIRE_STRUCT(struct xenhsa_queue_create_req, 56);
+XENHSA_FIELD_AT(struct xenhsa_queue_create_req, ring_va, 16);
+XENHSA_FIELD_AT(struct xenhsa_queue_create_req, error_event, 48);
+
+struct xenhsa_queue_create_rsp {
+    uint64_t handle;
+    uint32_t doorbell_index; /* < XENHSA_DOORBELLS_PER_PAGE */
+    uint32_t pad;
+};
+XENHSA_WIRE_STRUCT(struct xenhsa_queue_create_rsp, 16);
+/* QUEUE_DESTROY takes struct xenhsa_handle_req. */
+
+#endif /* XENHSA_PROTO_QUEUE_H */
