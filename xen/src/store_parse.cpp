@@ -1,0 +1,26 @@
+#include <xenhsa/xen/store.hpp>
+
+#include <cerrno>
+
+namespace xenhsa::xen {
+
+Result<uint64_t> parse_store_uint(std::string_view value, uint64_t max)
+{
+    if (value.empty() || value.size() > 20 || (value.size() > 1 && value.front() == '0')) {
+        return errno_code(EINVAL);
+    }
+    uint64_t result = 0;
+    for (const char c : value) {
+        if (c < '0' || c > '9') {
+            return errno_code(EINVAL);
+        }
+        const auto digit = static_cast<uint64_t>(c - '0');
+        if (digit > max || result > (max - digit) / 10) {
+            return errno_code(ERANGE);
+        }
+        result = result * 10 + digit;
+    }
+    return result;
+}
+
+}  // namespace xenhsa::xen
