@@ -11,7 +11,7 @@ FrontRing::FrontRing(std::span<std::byte> pages, uint32_t order)
     if (order > XENHSA_RING_MAX_ORDER || pages.size() < XENHSA_RING_BYTES(order)) {
         throw std::invalid_argument("ring pages do not match the ring order");
     }
-    std::memset(pages_.data(), 0, XENHSA_RING_HEADER_SIZE);
+    xenhsa_sring_init(shared());
 }
 
 xenhsa_sring *FrontRing::shared() const noexcept

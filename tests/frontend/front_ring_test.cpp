@@ -100,10 +100,16 @@ TEST_F(FrontRingTest, NotifiesOnlyWhenTheBackendArmedItsEvent)
     EXPECT_FALSE(ring_.publish()) << "backend busy: no kick";
 }
 
-TEST_F(FrontRingTest, FinalCheckArmsTheResponseEvent)
+TEST_F(FrontRingTest, FinalCheckArmsTheResponseEventPastWhatWasConsumed)
 {
+    EXPECT_EQ(shared()->rsp_event, 1u) << "initialised as SHARED_RING_INIT does";
+    ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, 1, {}));
+    ring_.publish();
+    respond(0, 1, XENHSA_STATUS_OK);
+    EXPECT_TRUE(ring_.final_check()) << "a response is waiting";
+    ASSERT_TRUE(ring_.pop());
     EXPECT_FALSE(ring_.final_check());
-    EXPECT_EQ(shared()->rsp_event, 1u);
+    EXPECT_EQ(shared()->rsp_event, 2u);
 }
 
 TEST(FrontRingCtor, RejectsPagesSmallerThanTheOrder)

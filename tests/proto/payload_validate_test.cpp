@@ -63,8 +63,11 @@ TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem)
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_CACHE, 1, 3, 64}),
               XENHSA_STATUS_OK);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_SYSTEM, 1, 0, 0}),
-              XENHSA_STATUS_BAD_ARGUMENT);
+              XENHSA_STATUS_BAD_PAD);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_NODE, 0, 2, 0}),
+              XENHSA_STATUS_BAD_PAD);
+    EXPECT_EQ(check(XENHSA_CMD_QUERY,
+                    xenhsa_query_req{XENHSA_QUERY_CACHE, 0, XENHSA_QUERY_MAX_INDEX, 0}),
               XENHSA_STATUS_BAD_ARGUMENT);
     EXPECT_EQ(check(XENHSA_CMD_QUERY,
                     xenhsa_query_req{XENHSA_QUERY_NODE, XENHSA_QUERY_MAX_NODES, 0, 0}),

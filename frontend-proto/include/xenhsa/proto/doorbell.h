@@ -5,9 +5,9 @@
  * storing the queue's new write dispatch id in doorbell[q] with release order, as ROCr
  * stores to a hardware doorbell. The GPU side polls the doorbells of busy queues; when
  * all are idle it sets `kick_requested` and sleeps on the event channel, so the guest
- * notifies the event channel after a doorbell store iff kick_requested is nonzero (the
- * same suppression idea as the ring's event indices; the GPU side re-checks every
- * doorbell after setting kick_requested).
+ * notifies the event channel after a doorbell store iff kick_requested is nonzero, read
+ * after a full fence (xenhsa_doorbell_ring). The GPU side mirrors it: set kick_requested,
+ * full fence, re-check every doorbell, and sleep only if none moved.
  */
 #ifndef XENHSA_PROTO_DOORBELL_H
 #define XENHSA_PROTO_DOORBELL_H
@@ -25,5 +25,14 @@ struct xenhsa_doorbell_page {
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_doorbell_page, XENHSA_PAGE_SIZE);
 XENHSA_FIELD_AT(struct xenhsa_doorbell_page, doorbell, 64);
+
+/* Guest side: ring doorbell `index`; nonzero when the event channel must be notified. */
+static inline int xenhsa_doorbell_ring(struct xenhsa_doorbell_page *page, uint32_t index,
+                                       uint64_t value)
+{
+    __atomic_store_n(&page->doorbell[index], value, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    return __atomic_load_n(&page->kick_requested, __ATOMIC_ACQUIRE) != 0;
+}
 
 #endif /* XENHSA_PROTO_DOORBELL_H */

@@ -4,7 +4,10 @@
  * EVENT_WAIT is answered asynchronously: the backend consumes it, keeps serving the ring,
  * and responds when an event fires (OK), the timeout passes (TIMEOUT), or the frontend
  * sends EVENT_WAIT_CANCEL naming the wait's seqno (CANCELLED; the cancel itself gets OK,
- * or BAD_ARGUMENT when no such wait is pending). A pending wait holds its ring credit.
+ * or BAD_ARGUMENT when no such wait is pending). A pending wait holds its ring credit, so
+ * at most ring_slots - 1 waits may pend (QUOTA beyond): a cancel always finds a slot.
+ * Seqnos must be unique among a frontend's outstanding requests; an EVENT_WAIT whose
+ * seqno equals a pending wait's gets BAD_ARGUMENT.
  */
 #ifndef XENHSA_PROTO_EVENT_H
 #define XENHSA_PROTO_EVENT_H

@@ -11,8 +11,9 @@
  *      or, if the window is taken on its side, asks for another with HELLO{va_base = its
  *      own choice}. The backend answers OK when it holds the asked window (the session is
  *      then CONNECTED), or BAD_ADDRESS with a new proposal in the response.
- * HELLO after CONNECTED is BAD_STATE. Every HELLO response carries the full payload, also
- * on error (VERSION: the backend's range; BAD_ADDRESS: its next proposal).
+ * HELLO after CONNECTED is BAD_STATE, and so is every HELLO past XENHSA_HELLO_MAX_ATTEMPTS
+ * (every HELLO counts, rejected ones too). Every HELLO response carries the full payload,
+ * also on error (VERSION: `version` is the backend's highest; BAD_ADDRESS: a new proposal).
  */
 #ifndef XENHSA_PROTO_HELLO_H
 #define XENHSA_PROTO_HELLO_H
@@ -46,7 +47,8 @@ struct xenhsa_hello_rsp {
     uint32_t max_map_pages; /* this guest's quotas */
     uint32_t max_lend_pages;
     uint32_t max_handles;
-    uint32_t max_in_flight;
+    uint32_t max_in_flight; /* requests the backend holds at once, pending waits included;
+                               always < ring_slots */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_hello_rsp, 48);
 XENHSA_FIELD_AT(struct xenhsa_hello_rsp, features, 8);

@@ -12,7 +12,9 @@
  * A MAP names its pages directly (one grant ref per page, up to XENHSA_MAP_INLINE_GREFS)
  * or, with XENHSA_MAP_INDIRECT, through indirect pages: granted pages each holding
  * XENHSA_GREFS_PER_INDIRECT_PAGE grant refs, in order, like blkif's indirect descriptors.
- * Unused gref slots are zero.
+ * Unused gref slots are zero, and so is the tail of the last indirect page (the backend
+ * checks it: BAD_PAD). A LEND of more than XENHSA_MAP_INLINE_GREFS pages needs
+ * XENHSA_FEATURE_INDIRECT (UNSUPPORTED otherwise).
  */
 #ifndef XENHSA_PROTO_MEMORY_H
 #define XENHSA_PROTO_MEMORY_H

@@ -5,9 +5,13 @@
  * records, the frontend consumes them; the event channel is shared with the ring. The
  * backend keeps its producer index privately and never trusts `cons`: a `cons` that is
  * ahead of the producer or more than XENHSA_NOTIFY_SLOTS behind counts as "full". While
- * full, notifications wait in a bounded per-guest queue in the backend; past that bound
- * the backend counts them in `dropped` (the guest can always re-learn state by QUERY, and
- * a revoked range faults on its next access anyway).
+ * full, notifications wait in the backend. Nothing is ever dropped: each handle produces
+ * at most one notification (a LEND is revoked once, a queue stops once), so that private
+ * queue is bounded by the guest's handle quota.
+ *
+ * The guest acknowledges REVOKED with UNMAP of the LEND handle, after unmapping the
+ * pages on its side; until then the handle exists and requests naming the range get
+ * XENHSA_STATUS_REVOKED.
  */
 #ifndef XENHSA_PROTO_NOTIFY_H
 #define XENHSA_PROTO_NOTIFY_H
@@ -37,7 +41,7 @@ XENHSA_WIRE_STRUCT(struct xenhsa_notify, 32);
 struct xenhsa_notify_page {
     /* cache line 0: written by the backend */
     uint32_t prod;
-    uint32_t dropped; /* notifications lost while the page was full */
+    uint32_t pad0;
     uint32_t be_pad[14];
     /* cache line 1: written by the frontend */
     uint32_t cons;

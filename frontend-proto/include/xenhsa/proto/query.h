@@ -36,7 +36,8 @@ struct xenhsa_query_req {
     uint32_t kind;   /* enum xenhsa_query_kind */
     uint32_t node;   /* < XENHSA_QUERY_MAX_NODES; 0 for kinds without a node */
     uint32_t index;  /* < XENHSA_QUERY_MAX_INDEX; 0 for kinds without an index */
-    uint32_t offset; /* byte offset into the result; < its total_len (0 always allowed) */
+    uint32_t offset; /* byte offset into the result: < 4096 here, and the backend also
+                        requires offset < total_len (0 is always allowed) */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_query_req, 16);
 
@@ -67,7 +68,7 @@ struct xenhsa_system_props {
     uint32_t platform_id;
     uint32_t platform_rev;
     uint32_t xnack_enabled; /* always 0 */
-    uint32_t pad;
+    uint32_t num_kernels;   /* QUERY_KERNEL indices 0..num_kernels-1 exist */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_system_props, 24);
 

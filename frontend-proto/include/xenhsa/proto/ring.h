@@ -19,6 +19,12 @@
 
 #include "common.h"
 
+#ifdef __cplusplus
+#include <cstring>
+#else
+#include <string.h>
+#endif
+
 #define XENHSA_RING_HEADER_SIZE 128u
 #define XENHSA_SLOT_SIZE 248u
 #define XENHSA_REQ_HDR_SIZE 16u
@@ -60,8 +66,9 @@ union xenhsa_slot {
 };
 
 /*
- * The ring header at offset 0 of the first ring page. Only the frontend initialises it
- * (all zero). Indices are free-running 32-bit counters; slot = index & (slots - 1).
+ * The ring header at offset 0 of the first ring page. Only the frontend initialises it,
+ * with xenhsa_sring_init. Indices are free-running 32-bit counters; slot = index &
+ * (slots - 1).
  */
 struct xenhsa_sring {
     /* cache line 0: written by the frontend */
@@ -106,6 +113,15 @@ XENHSA_STATIC_ASSERT(XENHSA_RING_HEADER_SIZE +
                      "the largest ring fits its pages");
 
 #define XENHSA_SRING_ALIVE_OFFSET 72u
+
+/* As Xen's SHARED_RING_INIT: all zero but both event indices at 1, so the first request
+   and the first response are notified before either side has armed anything. */
+static inline void xenhsa_sring_init(struct xenhsa_sring *s)
+{
+    memset(s, 0, sizeof *s);
+    s->req_event = 1;
+    s->rsp_event = 1;
+}
 
 /* Byte offset of slot `index` from the start of the first ring page. */
 static inline uint32_t xenhsa_ring_slot_offset(uint32_t index, uint32_t slots)

@@ -15,7 +15,8 @@ enum xenhsa_status {
     XENHSA_STATUS_BAD_ARGUMENT = 4, /* a count, size, flag or enum out of range */
     XENHSA_STATUS_BAD_HANDLE = 5,   /* unknown, stale or another kind's handle */
     XENHSA_STATUS_BAD_ADDRESS = 6,  /* VA misaligned, outside the window, or overlapping */
-    XENHSA_STATUS_BAD_STATE = 7,    /* not allowed now (before HELLO, HELLO twice, busy range) */
+    XENHSA_STATUS_BAD_STATE = 7,    /* not allowed now: before CONNECTED, HELLO after it or
+                                       past XENHSA_HELLO_MAX_ATTEMPTS, a busy object */
     XENHSA_STATUS_NO_MEMORY = 8,    /* the backend is out of a resource */
     XENHSA_STATUS_QUOTA = 9,        /* this guest's quota would be exceeded */
     XENHSA_STATUS_GRANT_FAILED = 10,/* a grant reference could not be mapped */
@@ -24,8 +25,8 @@ enum xenhsa_status {
     XENHSA_STATUS_UNSUPPORTED = 13, /* feature not negotiated or not available on this host */
     XENHSA_STATUS_VERSION = 14,     /* no common protocol version */
     XENHSA_STATUS_DEVICE = 15,      /* the GPU seam failed */
-    XENHSA_STATUS_FAULT = 16,       /* a GPU memory fault stopped the queue */
-    XENHSA_STATUS_REVOKED = 17,     /* the range was revoked while the request was in flight */
+    XENHSA_STATUS_FAULT = 16,       /* the named queue was stopped by a GPU memory fault */
+    XENHSA_STATUS_REVOKED = 17,     /* the named range is a LEND the backend revoked */
     XENHSA_STATUS_COUNT_ = 18
 };
 

@@ -12,6 +12,7 @@
 #define XENHSA_PROTO_VALIDATE_H
 
 #include "commands.h"
+#include "doorbell.h"
 #include "event.h"
 #include "hello.h"
 #include "memory.h"
@@ -139,10 +140,10 @@ static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req *r)
     if (r->kind == 0 || r->kind >= XENHSA_QUERY_KIND_COUNT_) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
-    if (has_node ? r->node >= XENHSA_QUERY_MAX_NODES : r->node != 0) {
-        return XENHSA_STATUS_BAD_ARGUMENT;
+    if ((!has_node && r->node != 0) || (!has_index && r->index != 0)) {
+        return XENHSA_STATUS_BAD_PAD; /* a field this kind does not use */
     }
-    if (has_index ? r->index >= XENHSA_QUERY_MAX_INDEX : r->index != 0) {
+    if (r->node >= XENHSA_QUERY_MAX_NODES || r->index >= XENHSA_QUERY_MAX_INDEX) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
     if (r->offset >= XENHSA_PAGE_SIZE) {
@@ -352,6 +353,71 @@ static inline uint32_t xenhsa_check_rsp_hdr(const struct xenhsa_rsp_hdr *h, uint
         return XENHSA_STATUS_BAD_PAD;
     }
     return XENHSA_STATUS_OK;
+}
+
+/*
+ * Response payloads, checked by the frontend on its private copy: the backend is a peer
+ * too (XSA-396). `req` is the request the frontend sent with that seqno.
+ */
+static inline uint32_t xenhsa_check_hello_rsp(const struct xenhsa_hello_rsp *r,
+                                              const struct xenhsa_hello_req *req)
+{
+    if ((r->features & ~req->features) != 0 || r->ring_slots == 0 ||
+        (r->ring_slots & (r->ring_slots - 1u)) != 0 ||
+        r->ring_slots > XENHSA_RING_SLOTS(XENHSA_RING_MAX_ORDER) ||
+        r->max_in_flight >= r->ring_slots) {
+        return XENHSA_STATUS_BAD_ARGUMENT;
+    }
+    if (!xenhsa_va_range_ok(r->va_base, r->va_size) || r->va_size != req->va_size) {
+        return XENHSA_STATUS_BAD_ADDRESS;
+    }
+    return XENHSA_STATUS_OK;
+}
+
+static inline uint32_t xenhsa_check_query_rsp(const struct xenhsa_query_rsp *r,
+                                              const struct xenhsa_query_req *req)
+{
+    if (r->chunk_len > XENHSA_QUERY_CHUNK_MAX || r->total_len > XENHSA_PAGE_SIZE ||
+        req->offset > r->total_len || r->chunk_len > r->total_len - req->offset) {
+        return XENHSA_STATUS_BAD_LENGTH;
+    }
+    if (!xenhsa_all_zero(&r->data[r->chunk_len], XENHSA_QUERY_CHUNK_MAX - r->chunk_len)) {
+        return XENHSA_STATUS_BAD_PAD;
+    }
+    return XENHSA_STATUS_OK;
+}
+
+static inline uint32_t xenhsa_check_lend_rsp(const struct xenhsa_lend_rsp *r,
+                                             const struct xenhsa_lend_req *req)
+{
+    if (r->pad != 0) {
+        return XENHSA_STATUS_BAD_PAD;
+    }
+    if (r->handle == XENHSA_HANDLE_NONE) {
+        return XENHSA_STATUS_BAD_HANDLE;
+    }
+    if (r->npages != req->npages || (r->flags & ~XENHSA_MAP_FLAGS_ALL) != 0 ||
+        (r->flags & XENHSA_MAP_RW) != (req->flags & XENHSA_MAP_RW) ||
+        r->nrefs > XENHSA_MAP_INLINE_GREFS || r->nrefs != xenhsa_map_nrefs(r->npages, r->flags)) {
+        return XENHSA_STATUS_BAD_ARGUMENT;
+    }
+    if (!xenhsa_all_zero(&r->gref[r->nrefs],
+                         (XENHSA_MAP_INLINE_GREFS - r->nrefs) * sizeof(xenhsa_gref_t))) {
+        return XENHSA_STATUS_BAD_PAD;
+    }
+    return XENHSA_STATUS_OK;
+}
+
+static inline uint32_t xenhsa_check_queue_create_rsp(const struct xenhsa_queue_create_rsp *r)
+{
+    if (r->pad != 0) {
+        return XENHSA_STATUS_BAD_PAD;
+    }
+    if (r->handle == XENHSA_HANDLE_NONE) {
+        return XENHSA_STATUS_BAD_HANDLE;
+    }
+    return r->doorbell_index < XENHSA_DOORBELLS_PER_PAGE ? XENHSA_STATUS_OK
+                                                         : XENHSA_STATUS_BAD_ARGUMENT;
 }
 
 #endif /* XENHSA_PROTO_VALIDATE_H */
