@@ -152,19 +152,29 @@ static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req *r)
     return XENHSA_STATUS_OK;
 }
 
+/* A page list as MAP requests and LEND responses carry it. */
+static inline uint32_t xenhsa_check_gref_list_(uint32_t npages, uint32_t flags, uint32_t nrefs,
+                                               const xenhsa_gref_t *gref)
+{
+    if ((flags & ~XENHSA_MAP_FLAGS_ALL) != 0 || npages == 0 || npages > XENHSA_MAP_MAX_PAGES ||
+        nrefs > XENHSA_MAP_INLINE_GREFS || nrefs != xenhsa_map_nrefs(npages, flags)) {
+        return XENHSA_STATUS_BAD_ARGUMENT;
+    }
+    if (!xenhsa_all_zero(&gref[nrefs], (XENHSA_MAP_INLINE_GREFS - nrefs) * sizeof(xenhsa_gref_t))) {
+        return XENHSA_STATUS_BAD_PAD;
+    }
+    return XENHSA_STATUS_OK;
+}
+
 static inline uint32_t xenhsa_check_map_req(const struct xenhsa_map_req *r)
 {
+    uint32_t status;
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
-    if ((r->flags & ~XENHSA_MAP_FLAGS_ALL) != 0 || r->npages == 0 ||
-        r->npages > XENHSA_MAP_MAX_PAGES || r->nrefs > XENHSA_MAP_INLINE_GREFS ||
-        r->nrefs != xenhsa_map_nrefs(r->npages, r->flags)) {
-        return XENHSA_STATUS_BAD_ARGUMENT;
-    }
-    if (!xenhsa_all_zero(&r->gref[r->nrefs],
-                         (XENHSA_MAP_INLINE_GREFS - r->nrefs) * sizeof(xenhsa_gref_t))) {
-        return XENHSA_STATUS_BAD_PAD;
+    status = xenhsa_check_gref_list_(r->npages, r->flags, r->nrefs, r->gref);
+    if (status != XENHSA_STATUS_OK) {
+        return status;
     }
     if (!xenhsa_va_range_ok(r->va, (uint64_t)r->npages << XENHSA_PAGE_SHIFT)) {
         return XENHSA_STATUS_BAD_ADDRESS;
@@ -396,16 +406,10 @@ static inline uint32_t xenhsa_check_lend_rsp(const struct xenhsa_lend_rsp *r,
     if (r->handle == XENHSA_HANDLE_NONE) {
         return XENHSA_STATUS_BAD_HANDLE;
     }
-    if (r->npages != req->npages || (r->flags & ~XENHSA_MAP_FLAGS_ALL) != 0 ||
-        (r->flags & XENHSA_MAP_RW) != (req->flags & XENHSA_MAP_RW) ||
-        r->nrefs > XENHSA_MAP_INLINE_GREFS || r->nrefs != xenhsa_map_nrefs(r->npages, r->flags)) {
+    if (r->npages != req->npages || (r->flags & XENHSA_MAP_RW) != (req->flags & XENHSA_MAP_RW)) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
-    if (!xenhsa_all_zero(&r->gref[r->nrefs],
-                         (XENHSA_MAP_INLINE_GREFS - r->nrefs) * sizeof(xenhsa_gref_t))) {
-        return XENHSA_STATUS_BAD_PAD;
-    }
-    return XENHSA_STATUS_OK;
+    return xenhsa_check_gref_list_(r->npages, r->flags, r->nrefs, r->gref);
 }
 
 static inline uint32_t xenhsa_check_queue_create_rsp(const struct xenhsa_queue_create_rsp *r)
