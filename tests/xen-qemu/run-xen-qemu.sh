@@ -1,0 +1,400 @@
+#!/usr/bin/env bash
+# run-xen-qemu.sh -- real-Xen test tier driver (ctest label xen-qemu).
+#
+# Boots Debian's Xen 4.17 hypervisor with Debian's kernel as a PV dom0 and a
+# busybox initramfs under qemu-system-x86_64 (TCG), starts a PV domU with
+# `xl create`, runs DOM0_TEST in dom0 and DOMU_TEST in the domU, and maps
+# QEMU's isa-debug-exit status to the result (33 pass, 35 fail).
+#
+# Usage: run-xen-qemu.sh --work DIR --dom0-test PATH --domu-test PATH
+#                        [--dom0-args "ARGS"] [--domu-args "ARGS"]
+#                        [--timeout SECONDS]
+#   --work DIR        cache/work dir (downloaded .debs, unpacked kernel and
+#                     hypervisor, base initramfs images, serial.log)
+#   --dom0-test PATH  program run in dom0 as `PATH DOM0_ARGS` with
+#                     XENHSA_PEER_DOMID=<domU domid>; its exit status decides
+#   --domu-test PATH  program run in the domU as `PATH DOMU_ARGS`; it must
+#                     exit 0 as well
+#   --dom0-args/--domu-args  argument strings (default "map" / "offer")
+#   --timeout S       hard limit for the QEMU run (default 420)
+#
+# Exit status: 0 pass, 1 fail, 77 prerequisite missing and not installable
+# (ctest SKIP_RETURN_CODE; set XENHSA_XEN_QEMU_NO_SKIP=1 to turn it into 1).
+# The serial console log is always kept in WORK/serial.log and printed in
+# full on failure.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+
+work=""
+dom0_test=""
+domu_test=""
+dom0_args="map"
+domu_args="offer"
+timeout_s=420
+
+msg() { echo "run-xen-qemu: $*"; }
+die() { echo "run-xen-qemu: ERROR: $*" >&2; exit 1; }
+skip() {
+    echo "run-xen-qemu: SKIP: $*" >&2
+    if [[ "${XENHSA_XEN_QEMU_NO_SKIP:-0}" == 1 ]]; then
+        exit 1
+    fi
+    exit 77
+}
+
+while [[ $# -gt 0 ]]; do
+    case "$1" in
+        --work) work="$2"; shift 2 ;;
+        --dom0-test) dom0_test="$2"; shift 2 ;;
+        --domu-test) domu_test="$2"; shift 2 ;;
+        --dom0-args) dom0_args="$2"; shift 2 ;;
+        --domu-args) domu_args="$2"; shift 2 ;;
+        --timeout) timeout_s="$2"; shift 2 ;;
+        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        *) die "unknown argument: $1" ;;
+    esac
+done
+[[ -n "$work" && -n "$dom0_test" && -n "$domu_test" ]] ||
+    die "--work, --dom0-test and --domu-test are required (see --help)"
+[[ -x "$dom0_test" ]] || die "dom0 test binary not found: $dom0_test"
+[[ -x "$domu_test" ]] || die "domU test binary not found: $domu_test"
+[[ "$timeout_s" =~ ^[0-9]+$ ]] || die "bad --timeout: $timeout_s"
+
+t_start=$SECONDS
+mkdir -p "$work"
+work="$(cd "$work" && pwd)"
+dom0_test="$(readlink -f "$dom0_test")"
+domu_test="$(readlink -f "$domu_test")"
+
+# One run per work dir at a time.
+exec 9>"$work/.lock"
+flock -w 600 9 || die "could not lock $work/.lock"
+
+# ---------------------------------------------------------------- prerequisites
+XEN_BIN=/usr/lib/xen-4.17/bin
+missing_prereqs() {
+    local miss=()
+    local c
+    for c in qemu-system-x86_64 apt-get apt-cache dpkg-deb dpkg-query cpio gzip xz ldd \
+             timeout flock; do
+        local p
+        p="$(command -v "$c" 2>/dev/null || true)"
+        [[ -n "$p" && -x "$p" ]] || miss+=("$c")
+    done
+    [[ -x /bin/busybox ]] && ! ldd /bin/busybox >/dev/null 2>&1 || miss+=("busybox-static")
+    for c in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper; do
+        [[ -x "$XEN_BIN/$c" ]] || miss+=("$XEN_BIN/$c")
+    done
+    [[ -x /usr/bin/xenstore ]] || miss+=("/usr/bin/xenstore")
+    [[ -f /etc/xen/xl.conf ]] || miss+=("/etc/xen/xl.conf")
+    echo "${miss[*]}"
+}
+missing="$(missing_prereqs)"
+if [[ -n "$missing" ]]; then
+    msg "missing prerequisites: $missing"
+    if [[ $EUID -eq 0 && -x "$repo/script/bootstrap" ]]; then
+        msg "installing them with script/bootstrap --test"
+        "$repo/script/bootstrap" --test || true
+        missing="$(missing_prereqs)"
+    fi
+    [[ -z "$missing" ]] || skip "missing prerequisites: $missing (run script/bootstrap --test)"
+fi
+libgcc_s=/lib/x86_64-linux-gnu/libgcc_s.so.1
+[[ -f "$libgcc_s" ]] || skip "libgcc_s.so.1 not found"
+libgcc_s="$(readlink -f "$libgcc_s")"
+
+# ---------------------------------------------------------------- downloads
+# The hypervisor and kernel are only downloaded and unpacked, never installed.
+debs="$work/debs"
+mkdir -p "$debs"
+apt_updated=0
+
+# resolve_kernel_pkg -> prints the linux-image-<abi>-amd64 package that the
+# linux-image-amd64 metapackage (candidate version) depends on.
+resolve_kernel_pkg() {
+    apt-cache depends linux-image-amd64 2>/dev/null |
+        awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }'
+}
+candidate_version() {
+    apt-cache policy "$1" 2>/dev/null | awk '$1 == "Candidate:" { print $2; exit }'
+}
+
+# fetch PKG VERSION -> prints the path of the cached .deb (downloads if needed).
+fetch() {
+    local pkg="$1" ver="$2"
+    local out="$debs/${pkg}_${ver//:/%3a}_amd64.deb"
+    if [[ -s "$out" ]] && dpkg-deb --info "$out" >/dev/null 2>&1; then
+        echo "$out"
+        return 0
+    fi
+    local tmp
+    tmp="$(mktemp -d "$debs/dl.XXXXXX")"
+    chmod 0777 "$tmp"   # lets apt's _apt user write there (no sandbox warning)
+    if ! (cd "$tmp" && apt-get download -q "$pkg=$ver" >&2); then
+        if [[ $apt_updated == 0 && $EUID -eq 0 ]]; then
+            apt_updated=1
+            msg "apt-get download $pkg=$ver failed; running apt-get update" >&2
+            apt-get update -q >&2 || true
+        fi
+        if ! (cd "$tmp" && apt-get download -q "$pkg=$ver" >&2); then
+            rm -rf "$tmp"
+            return 1
+        fi
+    fi
+    local f
+    f="$(find "$tmp" -maxdepth 1 -name '*.deb' | head -n 1)"
+    [[ -n "$f" ]] || { rm -rf "$tmp"; return 1; }
+    mv "$f" "$out"
+    rm -rf "$tmp"
+    echo "$out"
+}
+
+# newest_cached PATTERN -> newest cached .deb matching the glob, if any.
+newest_cached() {
+    ls -t $debs/$1 2>/dev/null | head -n 1 || true
+}
+
+# Hypervisor: the same version as the host's xen-utils-4.17 (libxl and the
+# hypervisor's domctl interface must match), else the candidate.
+hv_pkg=xen-hypervisor-4.17-amd64
+xen_utils_ver="$(dpkg-query -W -f='${Version}' xen-utils-4.17 2>/dev/null || true)"
+hv_deb=""
+if [[ -n "$xen_utils_ver" ]]; then
+    hv_deb="$(fetch "$hv_pkg" "$xen_utils_ver" || true)"
+fi
+if [[ -z "$hv_deb" ]]; then
+    v="$(candidate_version "$hv_pkg")"
+    if [[ -n "$v" && "$v" != "(none)" ]]; then
+        msg "no $hv_pkg=$xen_utils_ver; using the candidate $v"
+        hv_deb="$(fetch "$hv_pkg" "$v" || true)"
+    fi
+fi
+[[ -n "$hv_deb" ]] || hv_deb="$(newest_cached "${hv_pkg}_*.deb")"
+[[ -n "$hv_deb" ]] || skip "cannot download $hv_pkg (no apt source/network?)"
+
+kpkg="$(resolve_kernel_pkg)"
+if [[ -z "$kpkg" && $EUID -eq 0 && $apt_updated == 0 ]]; then
+    apt_updated=1
+    apt-get update -q || true
+    kpkg="$(resolve_kernel_pkg)"
+fi
+k_deb=""
+if [[ -n "$kpkg" ]]; then
+    kver="$(candidate_version "$kpkg")"
+    [[ -n "$kver" && "$kver" != "(none)" ]] && k_deb="$(fetch "$kpkg" "$kver" || true)"
+fi
+[[ -n "$k_deb" ]] || k_deb="$(newest_cached "linux-image-[0-9]*-amd64_*.deb")"
+[[ -n "$k_deb" ]] || skip "cannot resolve/download the kernel linux-image-amd64 depends on"
+kpkg="$(dpkg-deb -f "$k_deb" Package)"
+kabi="${kpkg#linux-image-}"            # e.g. 6.1.0-56-amd64
+msg "hypervisor: $(basename "$hv_deb")"
+msg "kernel:     $(basename "$k_deb") (modules $kabi)"
+
+# ---------------------------------------------------------------- unpack
+# Only what is needed: the hypervisor, the bzImage and drivers/xen modules.
+unpacked="$work/unpacked"
+unpack_stamp="$(basename "$hv_deb") $(basename "$k_deb") $(sha256sum < "$0" | cut -c1-16)"
+if [[ "$(cat "$unpacked/.stamp" 2>/dev/null || true)" != "$unpack_stamp" ]]; then
+    msg "unpacking"
+    rm -rf "$unpacked"
+    mkdir -p "$unpacked/xen" "$unpacked/kernel"
+    dpkg-deb --fsys-tarfile "$hv_deb" |
+        tar -x -C "$unpacked/xen" --wildcards './boot/xen-4.17-amd64.gz'
+    gzip -dc "$unpacked/xen/boot/xen-4.17-amd64.gz" > "$unpacked/xen.elf"
+    dpkg-deb --fsys-tarfile "$k_deb" |
+        tar -x -C "$unpacked/kernel" --wildcards "./boot/vmlinuz-$kabi" \
+            "./lib/modules/$kabi/kernel/drivers/xen/*"
+    cp "$unpacked/kernel/boot/vmlinuz-$kabi" "$unpacked/vmlinuz"
+    # The domU boots faster from the plain ELF vmlinux (libxc would otherwise
+    # xz-decompress the bzImage under TCG): cut out the XZ payload.
+    off="$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$unpacked/vmlinuz" | head -n 1 | cut -d: -f1 || true)"
+    # (tail gets SIGPIPE when xz stops after the stream: ignore its status.)
+    if [[ -n "$off" ]] && { tail -c +$((off + 1)) "$unpacked/vmlinuz" || true; } |
+            xz -dc --single-stream 2>/dev/null | gzip -1 > "$unpacked/vmlinux.gz" &&
+            [[ -s "$unpacked/vmlinux.gz" ]]; then
+        :
+    else
+        msg "could not extract vmlinux; the domU boots the bzImage"
+        gzip -1 -c "$unpacked/vmlinuz" > "$unpacked/vmlinux.gz"
+    fi
+    echo "$unpack_stamp" > "$unpacked/.stamp"
+fi
+moddir="$unpacked/kernel/lib/modules/$kabi/kernel/drivers/xen"
+
+# ---------------------------------------------------------------- initramfs
+# copy_bin ROOT SRC DEST: SRC as ROOT/DEST plus every library `ldd` lists.
+copy_bin() {
+    local root="$1" src="$2" dest="$3"
+    install -D -m 0755 "$src" "$root$dest"
+    local out
+    if ! out="$(ldd "$src" 2>&1)"; then
+        # "not a dynamic executable" (static): nothing more to copy.
+        grep -q "not a dynamic executable\|statically linked" <<<"$out" && return 0
+        die "ldd $src failed: $out"
+    fi
+    if grep -q "not found" <<<"$out"; then
+        die "ldd $src: missing libraries: $out"
+    fi
+    local lib
+    for lib in $(grep -o '/[^ ]*' <<<"$out"); do
+        [[ -e "$root$lib" ]] || install -D -m 0755 "$(readlink -f "$lib")" "$root$lib"
+    done
+}
+
+add_module() {
+    local root="$1" m="$2"
+    local f
+    f="$(find "$moddir" -name "$m.ko*" | head -n 1)"
+    [[ -n "$f" ]] || die "kernel module $m not found in $moddir"
+    mkdir -p "$root/lib/modules"
+    case "$f" in
+        *.ko) cp "$f" "$root/lib/modules/$m.ko" ;;
+        *.ko.xz) xz -dc "$f" > "$root/lib/modules/$m.ko" ;;
+        *.ko.zst) zstd -dc "$f" > "$root/lib/modules/$m.ko" ;;
+        *.ko.gz) gzip -dc "$f" > "$root/lib/modules/$m.ko" ;;
+        *) die "unknown module format: $f" ;;
+    esac
+}
+
+base_root() {
+    local root="$1"
+    rm -rf "$root"
+    mkdir -p "$root"/{bin,sbin,usr/bin,usr/sbin,proc,sys,dev,run,tmp,root,etc,test,lib/modules}
+    cp /bin/busybox "$root/bin/busybox"
+    local a
+    for a in $(/bin/busybox --list); do
+        [[ -e "$root/bin/$a" ]] || ln -s busybox "$root/bin/$a"
+    done
+}
+
+# pack ROOT OUT: gzip'ed newc cpio of ROOT.
+pack() {
+    (cd "$1" && find . -mindepth 1 | LC_ALL=C sort |
+        cpio -o -H newc -R 0:0 --quiet) | gzip -6 > "$2"
+}
+
+base_stamp="$(cat "$0" "$here/dom0-init" "$here/domu-init" "$here/domu.cfg" | sha256sum | cut -c1-16)"
+base_stamp="$base_stamp $unpack_stamp xen-utils=$xen_utils_ver $(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null || true)"
+img="$work/images"
+if [[ "$(cat "$img/.stamp" 2>/dev/null || true)" != "$base_stamp" ]]; then
+    msg "building the base initramfs images"
+    rm -rf "$img"
+    mkdir -p "$img"
+
+    # domU: busybox, the 4 modules, /init.
+    r="$img/domu-root"
+    base_root "$r"
+    for m in xen-privcmd xen-evtchn xen-gntdev xen-gntalloc; do add_module "$r" "$m"; done
+    install -m 0755 "$here/domu-init" "$r/init"
+    # Kept uncompressed: libxc gunzips a PV ramdisk itself and stops after the
+    # first gzip member, so the domU initrd must be ONE gzip stream.
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
+        > "$img/domu-base.cpio"
+
+    # dom0: busybox, Xen userspace, modules, /init, domU kernel + config.
+    r="$img/dom0-root"
+    base_root "$r"
+    mkdir -p "$r"/{var/lib/xen,var/log/xen,etc/xen}
+    ln -s ../run "$r/var/run"
+    for b in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper; do
+        copy_bin "$r" "$XEN_BIN/$b" "$XEN_BIN/$b"
+    done
+    copy_bin "$r" /usr/bin/xenstore /usr/bin/xenstore
+    for a in read write ls list rm exists watch chmod; do
+        ln -s xenstore "$r/usr/bin/xenstore-$a"
+    done
+    # dlopen'ed by glibc's pthread_cancel (xl aborts without it); ldd misses it.
+    install -D -m 0644 "$libgcc_s" "$r/lib/x86_64-linux-gnu/libgcc_s.so.1"
+    cp /etc/xen/xl.conf "$r/etc/xen/xl.conf"
+    for m in xen-privcmd xenfs xen-evtchn xen-gntdev xen-gntalloc; do add_module "$r" "$m"; done
+    install -m 0755 "$here/dom0-init" "$r/init"
+    cp "$unpacked/vmlinux.gz" "$r/root/vmlinux.gz"
+    cp "$here/domu.cfg" "$r/root/domu.cfg"
+    pack "$r" "$img/dom0-base.cpio.gz"
+    rm -rf "$img/domu-root" "$img/dom0-root"
+    echo "$base_stamp" > "$img/.stamp"
+fi
+
+# Per-run layer with the test binaries, appended as a second cpio archive.
+run="$work/run"
+rm -rf "$run"
+mkdir -p "$run"
+r="$run/domu-test-root"
+mkdir -p "$r/test"
+copy_bin "$r" "$domu_test" /test/domu-test
+install -D -m 0644 "$libgcc_s" "$r/lib/x86_64-linux-gnu/libgcc_s.so.1"
+echo "$domu_args" > "$r/test/domu-args"
+(cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
+    > "$run/domu-test.cpio"
+cat "$img/domu-base.cpio" "$run/domu-test.cpio" | gzip -6 > "$run/domu-initrd.gz"
+
+r="$run/dom0-test-root"
+mkdir -p "$r/test" "$r/root"
+copy_bin "$r" "$dom0_test" /test/dom0-test
+echo "$dom0_args" > "$r/test/dom0-args"
+cp "$run/domu-initrd.gz" "$r/root/domu-initrd.gz"
+pack "$r" "$run/dom0-test.cpio.gz"
+cat "$img/dom0-base.cpio.gz" "$run/dom0-test.cpio.gz" > "$run/dom0-initrd.gz"
+rm -rf "$run/domu-test-root" "$run/dom0-test-root"
+
+# ---------------------------------------------------------------- boot
+log="$work/serial.log"
+rm -f "$log"
+msg "setup took $((SECONDS - t_start))s; booting Xen under QEMU/TCG (limit ${timeout_s}s)"
+msg "serial log: $log"
+
+# Multiboot modules are comma-separated; the first word of each is dropped.
+xen_cmdline="console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=1024M dom0_max_vcpus=2"
+dom0_cmdline="console=hvc0 earlyprintk=xen nomodeset panic=5"
+
+qpid=""
+cleanup() {
+    if [[ -n "$qpid" ]] && kill -0 "$qpid" 2>/dev/null; then
+        kill -TERM "$qpid" 2>/dev/null || true
+        sleep 1
+        kill -KILL "$qpid" 2>/dev/null || true
+    fi
+}
+trap cleanup EXIT
+trap 'cleanup; exit 1' INT TERM HUP
+
+t_boot=$SECONDS
+set +e
+# --foreground keeps QEMU in our process group, so killing the group (ctest
+# timeout, CI job cancel) also kills QEMU; the EXIT/TERM traps cover the rest.
+timeout --foreground -k 10 "$timeout_s" qemu-system-x86_64 \
+    -machine q35,accel=tcg -cpu qemu64,+svm -m 3G -smp 2 \
+    -display none -monitor none -serial "file:$log" -no-reboot \
+    -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+    -kernel "$unpacked/xen.elf" \
+    -append "$xen_cmdline" \
+    -initrd "$unpacked/vmlinuz $dom0_cmdline,$run/dom0-initrd.gz" \
+    </dev/null &
+qpid=$!
+wait "$qpid"
+rc=$?
+set -e
+qpid=""
+elapsed=$((SECONDS - t_boot))
+
+summary() {
+    grep -aE 'XENHSA-(DOM0|PEER|INIT|DOMU)' "$log" || true
+}
+case $rc in
+    33)
+        msg "QEMU exit status 33 (PASS) after ${elapsed}s; total $((SECONDS - t_start))s"
+        summary
+        exit 0
+        ;;
+    35) why="QEMU exit status 35 (test FAIL reported by dom0)" ;;
+    124|137) why="timeout: QEMU killed after ${timeout_s}s (status $rc)" ;;
+    *) why="QEMU exit status $rc (no result reported by dom0)" ;;
+esac
+msg "FAIL: $why after ${elapsed}s"
+msg "---------------- serial log ($log) ----------------"
+cat "$log" 2>/dev/null || true
+msg "---------------- end of serial log ----------------"
+msg "FAIL: $why"
+exit 1
