@@ -193,30 +193,17 @@ public:
 
     Result<void> watch(std::string_view path, std::string_view token) override
     {
-        auto p = c_string(path);
-        if (!p) return p.error();
-        auto t = c_string(token);
-        if (!t) return t.error();
-        if (!h_) return errno_code(EBADF);
-        errno = 0;
-        if (!xs_watch(h_.get(), p.value().c_str(), t.value().c_str())) return last_error();
-        return boost::outcome_v2::success();
+        return watch_call(xs_watch, path, token);
     }
 
+    // XS_UNWATCH_FILTER (set at open) also drops this watch's queued events.
     Result<void> unwatch(std::string_view path, std::string_view token) override
     {
-        auto p = c_string(path);
-        if (!p) return p.error();
-        auto t = c_string(token);
-        if (!t) return t.error();
-        if (!h_) return errno_code(EBADF);
-        errno = 0;
-        // XS_UNWATCH_FILTER (set at open) also drops this watch's queued events.
-        if (!xs_unwatch(h_.get(), p.value().c_str(), t.value().c_str())) return last_error();
-        return boost::outcome_v2::success();
+        return watch_call(xs_unwatch, path, token);
     }
 
     [[nodiscard]] int fd() const noexcept override { return fd_; }
+
 
     Result<std::optional<WatchEvent>> next_event() override
     {
@@ -236,6 +223,20 @@ public:
     }
 
 private:
+    using WatchFn = bool (*)(struct xs_handle *, const char *, const char *);
+
+    Result<void> watch_call(WatchFn fn, std::string_view path, std::string_view token)
+    {
+        auto p = c_string(path);
+        if (!p) return p.error();
+        auto t = c_string(token);
+        if (!t) return t.error();
+        if (!h_) return errno_code(EBADF);
+        errno = 0;
+        if (!fn(h_.get(), p.value().c_str(), t.value().c_str())) return last_error();
+        return boost::outcome_v2::success();
+    }
+
     XsHandle h_;
     int fd_ = -1;
 };

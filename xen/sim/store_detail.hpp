@@ -160,6 +160,8 @@ struct StoreTree::Impl {
     // EBADF for an unknown connection, ENOENT for a transaction it does not own.
     Result<Target> target(ConnId id, TxId tx);
     detail::OpContext context(const Target& t, std::vector<detail::PendingEvent>& events);
+    // A live-tree context for `caller` (the toolstack acts as dom0).
+    detail::OpContext live_context(DomId caller, std::vector<detail::PendingEvent>& events);
     // Runs a change outside or inside a transaction; delivers its events if live.
     Result<void> change(ConnId id, TxId tx, detail::Op op);
     Result<void> commit(Connection& c, Transaction& t);

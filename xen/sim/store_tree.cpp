@@ -54,13 +54,19 @@ Result<StoreTree::Impl::Target> StoreTree::Impl::target(ConnId id, TxId tx) {
     return Target{c, &it->second, &it->second.view};
 }
 
-detail::OpContext StoreTree::Impl::context(const Target& t,
-                                           std::vector<detail::PendingEvent>& events) {
+detail::OpContext StoreTree::Impl::live_context(DomId caller,
+                                                std::vector<detail::PendingEvent>& events) {
     detail::OpContext ctx;
-    ctx.caller = t.conn->dom;
+    ctx.caller = caller;
     ctx.quotas = &quotas;
     ctx.generation = &generation;
     ctx.events = &events;
+    return ctx;
+}
+
+detail::OpContext StoreTree::Impl::context(const Target& t,
+                                           std::vector<detail::PendingEvent>& events) {
+    detail::OpContext ctx = live_context(t.conn->dom, events);
     ctx.log = t.tx != nullptr ? &t.tx->log : nullptr;
     return ctx;
 }
@@ -93,11 +99,7 @@ Result<void> StoreTree::Impl::commit(Connection& c, Transaction& t) {
     // Replay on a copy of the live tree (re-checking quotas), then install it atomically.
     detail::Tree work = tree;
     std::vector<detail::PendingEvent> events;
-    detail::OpContext ctx;
-    ctx.caller = c.dom;
-    ctx.quotas = &quotas;
-    ctx.generation = &generation;
-    ctx.events = &events;
+    detail::OpContext ctx = live_context(c.dom, events);
     for (const Op& op : t.ops) {
         if (auto r = detail::apply_op(work, ctx, op); !r) return r;
     }
@@ -235,11 +237,7 @@ Result<void> StoreTree::introduce_domain(DomId dom) {
     if (dom == 0 || dom >= kDomIdFirstReserved) return fail(std::errc::invalid_argument);
     if (impl_->introduced.contains(dom)) return fail(std::errc::file_exists);
     std::vector<detail::PendingEvent> events;
-    detail::OpContext ctx;
-    ctx.caller = 0;
-    ctx.quotas = &impl_->quotas;
-    ctx.generation = &impl_->generation;
-    ctx.events = &events;
+    detail::OpContext ctx = impl_->live_context(0, events);
     const std::string home = home_of(dom);
     if (auto r = detail::op_mkdir(impl_->tree, ctx, home); !r) return r;
     const PermList perms{StorePerm{dom, StoreAccess::none}};
@@ -253,11 +251,7 @@ Result<void> StoreTree::introduce_domain(DomId dom) {
 Result<void> StoreTree::release_domain(DomId dom) {
     if (impl_->introduced.erase(dom) == 0) return fail(std::errc::no_such_file_or_directory);
     std::vector<detail::PendingEvent> events;
-    detail::OpContext ctx;
-    ctx.caller = 0;
-    ctx.quotas = &impl_->quotas;
-    ctx.generation = &impl_->generation;
-    ctx.events = &events;
+    detail::OpContext ctx = impl_->live_context(0, events);
     // A missing home (or /local/domain) is fine: there is nothing left to remove.
     (void)detail::op_rm(impl_->tree, ctx, home_of(dom));
     detail::forget_domain(impl_->tree, dom);
