@@ -22,11 +22,12 @@ uint32_t LoopbackPeer::serve(uint32_t budget) noexcept
         xenhsa_copy_req(&copy, pages_.data() + xenhsa_ring_slot_offset(req_cons_, slots_));
         ++req_cons_;
         const uint32_t status = xenhsa_check_req(&copy);
+        // Only a known command passes the checks, so the length is always defined here.
         const bool with_payload = status == XENHSA_STATUS_OK || copy.hdr.cmd == XENHSA_CMD_HELLO;
         const uint32_t len = with_payload ? xenhsa_rsp_len(copy.hdr.cmd) : 0;
         static constexpr std::array<std::byte, XENHSA_SLOT_PAYLOAD_MAX> kZeros{};
         xenhsa_encode_rsp(pages_.data() + xenhsa_ring_slot_offset(rsp_prod_pvt_, slots_),
-                          copy.hdr.seqno, status, kZeros.data(), len == XENHSA_LEN_UNKNOWN ? 0 : len);
+                          copy.hdr.seqno, status, kZeros.data(), len);
         ++rsp_prod_pvt_;
         ++served;
     }
