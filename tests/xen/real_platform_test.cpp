@@ -207,10 +207,10 @@ TEST(RealGrantMapper, MapNotifyValidatesTheNotification)
 TEST(RealGrantSharer, ZeroOrHugePageCountsAreEinval)
 {
     auto s = real::testing::detached_grant_sharer();
-    EXPECT_EQ(err(s->share(1, 0, true)), EINVAL);
-    EXPECT_EQ(err(s->share(1, std::size_t{1} << 40, true)), EINVAL);
-    EXPECT_EQ(err(s->share(x::kDomIdInvalid, 1, true)), EINVAL);
-    EXPECT_EQ(err(s->share(1, 1, true)), EBADF);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = 0, .writable = true})), EINVAL);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = std::size_t{1} << 40, .writable = true})), EINVAL);
+    EXPECT_EQ(err(s->share({.peer = x::kDomIdInvalid, .pages = 1, .writable = true})), EINVAL);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = 1, .writable = true})), EBADF);
 }
 
 TEST(RealForeignMemory, EmptyGfnListIsEinval)
@@ -429,7 +429,7 @@ TEST_F(RealXen, FailedFixedMapLeavesTheReservationIntact)
 TEST_F(RealXen, SharedPageMapsAtAFixedAddressAndUnmapsBackToTheReservation)
 {
     const x::DomId self = platform_.domains->self();
-    auto shared = platform_.sharer->share(self, 2, true);
+    auto shared = platform_.sharer->share({.peer = self, .pages = 2, .writable = true});
     ASSERT_TRUE(shared) << shared.error().message();
     shared.value().data()[kPage + 5] = std::byte{0x5A};
 

@@ -17,6 +17,7 @@
 #include "detail.hpp"
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <vector>
@@ -38,8 +39,13 @@ class RealGrantSharer final : public GrantSharer {
 public:
     explicit RealGrantSharer(GntshrHandle h) noexcept : h_(std::move(h)) {}
 
-    Result<SharedPages> share(DomId peer, std::size_t pages, bool writable) override
+    Result<SharedPages> share(const ShareSpec &spec) override
     {
+        const DomId peer = spec.peer;
+        const std::size_t pages = spec.pages;
+        if (spec.at != nullptr) {
+            return errno_code(EOPNOTSUPP); // fixed-address sharing: gntalloc mmap, to come
+        }
         // The C API counts pages in an int (and unshares with a uint32_t).
         if (pages == 0 || pages > static_cast<std::size_t>(std::numeric_limits<int>::max()) /
                                       detail::kPageSize ||
@@ -57,7 +63,7 @@ public:
         }
         // gntalloc hands out zeroed pages.
         void *p = xengntshr_share_pages(h_.get(), peer, static_cast<int>(pages), refs.data(),
-                                        writable ? 1 : 0);
+                                        spec.writable ? 1 : 0);
         if (p == nullptr) {
             return detail::last_error();
         }
@@ -77,6 +83,16 @@ protected:
         if (xengntshr_unshare(h_.get(), addr, static_cast<uint32_t>(refs.size())) != 0) {
             detail::fatal("xengntshr_unshare", errno);
         }
+    }
+
+    // Xen 4.17 cannot take a grant back from a peer that maps it: scrub the pages so the
+    // peer sees zeros from now on, then unshare; gntalloc keeps the pages out of use
+    // until the peer unmaps.
+    RevokeEffect revoke(std::byte *addr, std::span<const GrantRef> refs) noexcept override
+    {
+        std::memset(addr, 0, refs.size() * detail::kPageSize);
+        release(addr, refs);
+        return RevokeEffect::cooperative;
     }
 
 private:

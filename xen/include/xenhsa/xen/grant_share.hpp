@@ -13,6 +13,15 @@ namespace xenhsa::xen {
 
 class GrantSharer;
 
+// How a revoke() took effect.
+enum class RevokeEffect : uint8_t {
+    // The hypervisor withdrew the peer's access: its next access faults (xenhsa-sim).
+    enforced,
+    // The grants are ended, the pages were scrubbed and stay out of use until the peer
+    // unmaps; the peer must be asked to unmap (Xen 4.17: no forced revoke of a grant).
+    cooperative,
+};
+
 // Pages granted to a peer. end_access() withdraws the grants; as in Xen it fails with
 // EBUSY while the peer still has a page mapped, and may be retried. Destroying a
 // SharedPages that could not end access leaves the pages to the hypervisor, which frees
@@ -38,6 +47,9 @@ public:
 
     // Withdraws every grant, or none (EBUSY while the peer maps any page).
     Result<void> end_access() noexcept;
+    // Takes the pages back whether or not the peer maps them (Map/Revoke's revoke of a
+    // lent buffer). Never fails; afterwards this object is empty.
+    RevokeEffect revoke() noexcept;
 
 private:
     void release() noexcept;
@@ -53,18 +65,30 @@ private:
     std::vector<GrantRef> refs_;
 };
 
+struct ShareSpec {
+    DomId peer = kDomIdInvalid;
+    std::size_t pages = 0;
+    bool writable = false;
+    // nullptr: anywhere. Else a page-aligned address inside a PROT_NONE reservation the
+    // caller owns (VA mirroring); the pages replace exactly [at, at + pages), and the
+    // range is left reserved PROT_NONE again when they go.
+    std::byte *at = nullptr;
+};
+
 class GrantSharer {
 public:
     virtual ~GrantSharer() = default;
 
-    // Allocates `pages` zeroed pages and grants them to `peer`.
-    virtual Result<SharedPages> share(DomId peer, std::size_t pages, bool writable) = 0;
+    // Allocates `spec.pages` zeroed pages and grants them to `spec.peer`.
+    virtual Result<SharedPages> share(const ShareSpec &spec) = 0;
 
 protected:
     friend class SharedPages;
     virtual Result<void> end_access(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
     // Gives up the pages whatever their state (see SharedPages).
     virtual void release(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
+    // Withdraws access by force where the platform can, then gives up the pages.
+    virtual RevokeEffect revoke(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
 };
 
 inline Result<void> SharedPages::end_access() noexcept
@@ -80,6 +104,18 @@ inline Result<void> SharedPages::end_access() noexcept
         refs_.clear();
     }
     return ended;
+}
+
+inline RevokeEffect SharedPages::revoke() noexcept
+{
+    RevokeEffect effect = RevokeEffect::enforced;
+    if (owner_ != nullptr) {
+        effect = owner_->revoke(addr_, refs_);
+    }
+    owner_ = nullptr;
+    addr_ = nullptr;
+    refs_.clear();
+    return effect;
 }
 
 inline void SharedPages::release() noexcept

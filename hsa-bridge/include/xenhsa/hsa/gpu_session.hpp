@@ -1,0 +1,120 @@
+// One guest's GPU context: opaque handles over a KfdDevice, the guest's GPU quotas, and
+// the dependency graph that decides release order (docs/protocol.md §5.20).
+//
+// A live queue holds the memory it uses (ring, read/write pointers: the PIN or ALLOC and
+// its GPU mapping). UNPIN, FREE or UNMAP_FROM_GPU of such memory succeeds at once for the
+// guest (its handle is gone) and the release is deferred until the queue is destroyed:
+// never an error, never a leak. Teardown releases queues, then events, then GPU
+// mappings, then queue memory, then other memory, whatever order the handles were made
+// in. The caller (the backend worker) then unmaps grants and releases VA ranges.
+//
+// Single-threaded (the worker's loop) except where a comment says otherwise.
+#ifndef XENHSA_HSA_GPU_SESSION_HPP
+#define XENHSA_HSA_GPU_SESSION_HPP
+
+#include <xenhsa/hsa/handle_table.hpp>
+#include <xenhsa/hsa/kfd_device.hpp>
+#include <xenhsa/proto/event.h>
+#include <xenhsa/proto/memory.h>
+#include <xenhsa/proto/queue.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+
+namespace xenhsa::hsa {
+
+struct SessionLimits {
+    uint32_t max_handles = 4096;       // PIN + ALLOC + QUEUE + EVENT handles together
+    uint64_t max_pinned_pages = 1u << 20;
+    uint64_t max_alloc_bytes = 1ull << 32;
+    uint32_t max_queues = 64;
+    uint32_t max_events = 1024;
+    uint32_t max_waits = 64;           // EVENT_WAITs pending at once
+};
+
+struct SessionStats {
+    uint64_t pinned_pages = 0; // pages registered with the device (deferred ones included)
+    uint64_t alloc_bytes = 0;
+    uint32_t queues = 0;
+    uint32_t events = 0;
+    uint32_t handles = 0;      // live guest handles
+    uint32_t deferred = 0;     // releases waiting for a queue to go
+};
+
+// Why a wait ended.
+enum class WaitEnd : uint8_t { fired, timeout, cancelled, failed };
+
+class GpuSession {
+public:
+    // Errors of the session itself (on top of the device's errno values):
+    //   EBADF   unknown, stale or other-kind handle      EDQUOT  a SessionLimits quota
+    //   EFAULT  a queue's ring/rptr/wptr is not in GPU-mapped memory of this session
+    //   EINVAL  a size, flag or range the session refuses
+    GpuSession(KfdDevice &device, SessionLimits limits);
+    ~GpuSession(); // teardown()
+    GpuSession(const GpuSession &) = delete;
+    GpuSession &operator=(const GpuSession &) = delete;
+
+    [[nodiscard]] KfdDevice &device() noexcept;
+
+    // PIN: the caller has checked that [va, va + size) lies in this guest's MAPs, writable
+    // unless XENHSA_PIN_READ_ONLY.
+    Result<Handle> pin(Va va, uint64_t size, uint32_t flags);
+    Result<void> unpin(Handle pin);
+    // A PIN or ALLOC handle; returns the GPU VA (== va: xenhsa mirrors).
+    Result<Va> map_to_gpu(Handle memory, uint64_t node_mask, uint32_t flags);
+    Result<void> unmap_from_gpu(Handle memory);
+    // ALLOC at a VA the caller reserved inside the guest's window.
+    Result<Handle> alloc(Va va, uint64_t size, uint32_t node, uint32_t flags);
+    Result<void> free(Handle alloc);
+
+    struct QueueCreated {
+        Handle handle = 0;
+        uint32_t doorbell_index = 0; // < XENHSA_DOORBELLS_PER_PAGE
+    };
+    Result<QueueCreated> create_queue(const xenhsa_queue_create_req &req);
+    Result<void> destroy_queue(Handle queue);
+    // The guest's doorbell page slot `index` holds `value`; unknown indices are ignored.
+    void doorbell(uint32_t index, uint64_t value) noexcept;
+
+    struct EventCreated {
+        Handle handle = 0;
+        uint32_t event_id = 0;
+        Va mailbox = 0;
+    };
+    Result<EventCreated> create_event(const xenhsa_event_create_req &req);
+    Result<void> destroy_event(Handle event); // pending waits on it end as `cancelled`
+    Result<void> set_event(Handle event);
+    Result<void> reset_event(Handle event);
+
+    // EVENT_WAIT, asynchronous. `done` runs exactly once, on a session-owned thread, with
+    // the mask of events that fired (when `fired`). Returns a wait id for cancel_wait.
+    using WaitDone = std::function<void(WaitEnd end, uint32_t signaled_mask)>;
+    Result<uint64_t> start_wait(std::span<const Handle> events, bool all, uint32_t timeout_ms,
+                                WaitDone done);
+    // true when the wait was pending; its `done` then runs with `cancelled`.
+    bool cancel_wait(uint64_t wait) noexcept;
+
+    // A GPU fault stopped `queue` at `address`; runs on any thread. Also called with
+    // address 0 for a queue the session destroyed because revoke_range took its memory.
+    using QueueLost = std::function<void(Handle queue, Va address)>;
+    void on_queue_lost(QueueLost callback);
+
+    // Revoke's GPU half for [va, va + size): destroys the queues using memory in the
+    // range, unmaps it from the GPU and deregisters it; the handles naming it go stale.
+    // Never fails, never allocates, idempotent. The caller unmaps the grants afterwards.
+    void revoke_range(Va va, uint64_t size) noexcept;
+    // Everything, in the fixed order. Never fails, never allocates, idempotent.
+    void teardown() noexcept;
+
+    [[nodiscard]] SessionStats stats() const noexcept;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace xenhsa::hsa
+
+#endif
