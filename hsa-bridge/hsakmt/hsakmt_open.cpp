@@ -1,0 +1,124 @@
+// Opening and closing the KFD: the factory, XNACK off, the topology snapshot, and the
+// release of whatever the caller left behind (queues first, as the kernel requires).
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cerrno>
+#include <new>
+
+#include "hsakmt_device.hpp"
+#include "kmt_call.hpp"
+
+namespace xenhsa::hsa {
+
+namespace kmt {
+
+namespace {
+
+// The KFD context belongs to the process: one device at a time.
+std::atomic<bool> g_open{false};
+
+std::string describe(HSAKMT_STATUS status) {
+    return "status " + std::to_string(static_cast<int>(status)) + " (" +
+           hsakmt_status_error(static_cast<int>(status)).message() + ")";
+}
+
+Result<std::unique_ptr<KfdDevice>> fail(std::string* message, std::error_code error,
+                                        std::string text) {
+    spdlog::warn("hsakmt: {}", text);
+    if (message != nullptr) {
+        *message = std::move(text);
+    }
+    return error;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<KfdDevice>> HsakmtDevice::open(std::string* message) {
+    if (g_open.exchange(true)) {
+        return fail(message, errc(std::errc::device_or_resource_busy),
+                    "a libhsakmt device is already open in this process");
+    }
+    const HSAKMT_STATUS opened = hsaKmtOpenKFD();
+    if (opened != HSAKMT_STATUS_SUCCESS) {
+        g_open = false;
+        if (opened == HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED) {
+            return fail(message, errc(std::errc::no_such_device),
+                        "no /dev/kfd: hsaKmtOpenKFD returned "
+                        "HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED (20); load amdgpu with "
+                        "KFD support and let the worker open /dev/kfd, or use --gpu soft");
+        }
+        return fail(message, hsakmt_status_error(static_cast<int>(opened)),
+                    "hsaKmtOpenKFD failed: " + describe(opened));
+    }
+
+    std::unique_ptr<HsakmtDevice> device(new (std::nothrow) HsakmtDevice());
+    if (!device) {
+        hsaKmtCloseKFD();
+        g_open = false;
+        return errc(std::errc::not_enough_memory);
+    }
+    // From here on the destructor closes the KFD and clears g_open.
+
+    // xenhsa pins everything; it never relies on GPU page-fault retry.
+    if (hsaKmtSetXNACKMode(0) != HSAKMT_STATUS_SUCCESS) {
+        HSAint32 xnack = 0;
+        if (hsaKmtGetXNACKMode(&xnack) == HSAKMT_STATUS_SUCCESS && xnack != 0) {
+            return fail(message, errc(std::errc::operation_not_supported),
+                        "XNACK is on and cannot be switched off (queues already exist?)");
+        }
+        // Kernels and GPUs without XNACK support refuse the call: XNACK is off there.
+    }
+    if (const HSAKMT_STATUS s = hsaKmtAcquireSystemProperties(&device->system_);
+        s != HSAKMT_STATUS_SUCCESS) {
+        return fail(message, hsakmt_status_error(static_cast<int>(s)),
+                    "hsaKmtAcquireSystemProperties failed: " + describe(s));
+    }
+    device->start_fault_thread();
+    spdlog::info("hsakmt: /dev/kfd open, {} topology nodes", device->system_.NumNodes);
+    return std::unique_ptr<KfdDevice>(std::move(device));
+}
+
+HsakmtDevice::~HsakmtDevice() {
+    stop_fault_thread();
+    release_everything();
+    hsaKmtReleaseSystemProperties();
+    hsaKmtCloseKFD();
+    g_open = false;
+}
+
+// What a session left behind, in teardown order: queues, events, GPU mappings, memory.
+void HsakmtDevice::release_everything() noexcept {
+    std::lock_guard lock(mutex_);
+    for (auto& [id, queue] : queues_) {
+        if (auto e = call([&] { return hsaKmtDestroyQueue(queue.id); })) {
+            spdlog::error("hsakmt: destroying queue {} at close: {}", id, e.message());
+        }
+    }
+    queues_.clear();
+    for (auto& [id, ev] : events_) {
+        hsaKmtDestroyEvent(ev.event);
+    }
+    events_.clear();
+    for (auto& [va, mem] : memory_) {
+        if (mem.mapped) {
+            hsaKmtUnmapMemoryToGPU(reinterpret_cast<void*>(va));
+        }
+    }
+    for (auto& [va, mem] : memory_) {
+        if (mem.user) {
+            hsaKmtDeregisterMemory(reinterpret_cast<void*>(va));
+        } else {
+            hsaKmtFreeMemory(reinterpret_cast<void*>(va), mem.size);
+        }
+    }
+    memory_.clear();
+}
+
+}  // namespace kmt
+
+Result<std::unique_ptr<KfdDevice>> open_hsakmt_device(std::string* message) {
+    return kmt::HsakmtDevice::open(message);
+}
+
+}  // namespace xenhsa::hsa

@@ -1,0 +1,107 @@
+// GpuSession: construction, lookups, stats. The operations live in session_*.cpp.
+#include "session_impl.hpp"
+
+namespace xenhsa::hsa {
+
+namespace {
+
+// Makes a handle table allocation-free from now on: fill every slot once and empty it
+// again, so that the slot vector and the free list both hold `capacity` entries.
+template <class T>
+void prefill(HandleTable<T>& table) {
+    std::vector<Handle> handles;
+    handles.reserve(table.capacity());
+    while (auto h = table.insert(T{})) {
+        handles.push_back(*h);
+    }
+    for (auto it = handles.rbegin(); it != handles.rend(); ++it) {
+        table.erase(*it);
+    }
+}
+
+}  // namespace
+
+GpuSession::Impl::Impl(KfdDevice& dev, SessionLimits lim)
+    : device(dev),
+      limits(lim),
+      pins(detail::kPinKind, lim.max_handles),
+      allocs(detail::kAllocKind, lim.max_handles),
+      queues(detail::kQueueKind, lim.max_queues),
+      events(detail::kEventKind, lim.max_events),
+      // A deferred release has no handle: at most three memory objects and one error
+      // event per live queue are held that way.
+      mems(lim.max_handles + 3 * lim.max_queues),
+      evs(lim.max_events + lim.max_queues),
+      relay(std::make_shared<detail::FaultRelay>(lim.max_queues)),
+      waits(dev, lim.max_waits) {
+    prefill(pins);
+    prefill(allocs);
+    prefill(queues);
+    prefill(events);
+    scratch_queues.reserve(lim.max_queues);
+}
+
+uint32_t GpuSession::Impl::live_handles() const noexcept {
+    return pins.size() + allocs.size() + queues.size() + events.size();
+}
+
+uint32_t GpuSession::Impl::mem_slot(Handle h) const noexcept {
+    if (const uint32_t* slot = pins.find(h)) {
+        return *slot;
+    }
+    if (const uint32_t* slot = allocs.find(h)) {
+        return *slot;
+    }
+    return detail::kNoSlot;
+}
+
+uint32_t GpuSession::Impl::queue_memory(Va va, uint64_t len, uint32_t node) const noexcept {
+    uint32_t found = detail::kNoSlot;
+    mems.for_each([&](uint32_t slot, const detail::MemObj& mem) {
+        const bool usable = found == detail::kNoSlot && mem.handle != 0 && mem.mapped() &&
+                            !mem.unmap_deferred && node < 64 && (mem.node_mask >> node & 1u) != 0;
+        if (usable && va >= mem.va && len <= mem.size && va - mem.va <= mem.size - len) {
+            found = slot;
+        }
+    });
+    return found;
+}
+
+GpuSession::GpuSession(KfdDevice& device, SessionLimits limits)
+    : impl_(std::make_unique<Impl>(device, limits)) {
+    device.set_fault_handler(
+        [relay = impl_->relay](const GpuFault& fault) { relay->on_fault(fault); });
+}
+
+GpuSession::~GpuSession() {
+    teardown();
+    impl_->device.set_fault_handler({});
+}
+
+KfdDevice& GpuSession::device() noexcept { return impl_->device; }
+
+void GpuSession::on_queue_lost(QueueLost callback) {
+    impl_->relay->set_callback(std::move(callback));
+}
+
+SessionStats GpuSession::stats() const noexcept {
+    SessionStats s;
+    s.pinned_pages = impl_->pinned_pages;
+    s.alloc_bytes = impl_->alloc_bytes;
+    s.queues = impl_->queues.size();
+    s.events = impl_->events.size();
+    s.handles = impl_->live_handles();
+    impl_->mems.for_each([&](uint32_t, const detail::MemObj& mem) {
+        if (mem.handle == 0 || mem.unmap_deferred) {
+            ++s.deferred;
+        }
+    });
+    impl_->evs.for_each([&](uint32_t, const detail::EventObj& ev) {
+        if (ev.handle == 0) {
+            ++s.deferred;
+        }
+    });
+    return s;
+}
+
+}  // namespace xenhsa::hsa

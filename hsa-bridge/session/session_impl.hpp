@@ -1,0 +1,117 @@
+// GpuSession's state: the guest's handle tables, the device objects behind them, and the
+// dependency edges (queue -> memory, queue -> error event) that decide release order.
+//
+// Device objects live in fixed pools, apart from the handles that name them, because a
+// release the guest asked for may be deferred: the handle goes at once, the object stays
+// until the last queue using it is destroyed. Every pool, table and scratch list is sized
+// at construction, so revoke_range() and teardown() never allocate.
+#ifndef XENHSA_HSA_SESSION_IMPL_HPP
+#define XENHSA_HSA_SESSION_IMPL_HPP
+
+#include <xenhsa/proto/doorbell.h>
+
+#include <array>
+#include <memory>
+#include <vector>
+#include <xenhsa/hsa/gpu_session.hpp>
+
+#include "fault_relay.hpp"
+#include "object_pool.hpp"
+#include "wait_engine.hpp"
+
+namespace xenhsa::hsa {
+
+namespace detail {
+
+inline constexpr uint32_t kNoSlot = UINT32_MAX;
+inline constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
+
+// Handle kinds: a handle of one kind is unknown to every other table.
+inline constexpr uint8_t kPinKind = 1;
+inline constexpr uint8_t kAllocKind = 2;
+inline constexpr uint8_t kQueueKind = 3;
+inline constexpr uint8_t kEventKind = 4;
+
+enum class MemKind : uint8_t { pin, alloc };
+
+struct MemObj {
+    MemKind kind = MemKind::pin;
+    Va va = 0;
+    uint64_t size = 0;
+    uint32_t flags = 0;      // XENHSA_PIN_* or XENHSA_ALLOC_*
+    Handle handle = 0;       // 0 once the guest released it (a deferred release)
+    uint64_t node_mask = 0;  // the GPU mapping; 0 when not mapped
+    bool map_read_only = false;
+    bool unmap_deferred = false;  // the guest unmapped it while a queue held it
+    uint32_t queue_refs = 0;      // live queues whose ring/rptr/wptr lie in it
+    bool marked = false;          // scratch flag of revoke_range() and teardown()
+
+    [[nodiscard]] bool mapped() const noexcept { return node_mask != 0; }
+    [[nodiscard]] Va end() const noexcept { return va + size; }
+};
+
+struct EventObj {
+    EventId id = 0;
+    Handle handle = 0;        // 0 once the guest destroyed it while a queue held it
+    uint32_t queue_refs = 0;  // live queues that signal it on error
+};
+
+struct QueueObj {
+    QueueId id = 0;
+    uint32_t doorbell = 0;
+    std::array<uint32_t, 3> mems{kNoSlot, kNoSlot, kNoSlot};  // distinct MemObj slots
+    uint32_t error_event = kNoSlot;                           // EventObj slot
+};
+
+}  // namespace detail
+
+struct GpuSession::Impl {
+    Impl(KfdDevice& device, SessionLimits limits);
+
+    KfdDevice& device;
+    const SessionLimits limits;
+
+    HandleTable<uint32_t> pins;    // -> mems slot
+    HandleTable<uint32_t> allocs;  // -> mems slot
+    HandleTable<detail::QueueObj> queues;
+    HandleTable<uint32_t> events;  // -> evs slot
+
+    detail::ObjectPool<detail::MemObj> mems;
+    detail::ObjectPool<detail::EventObj> evs;
+
+    // doorbell index -> the queue behind it (0: free)
+    std::array<QueueId, XENHSA_DOORBELLS_PER_PAGE> doorbell_queue{};
+    std::array<bool, XENHSA_DOORBELLS_PER_PAGE> doorbell_used{};
+
+    std::vector<Handle> scratch_queues;  // reserved: limits.max_queues
+
+    uint64_t pinned_pages = 0;
+    uint64_t alloc_bytes = 0;
+
+    std::shared_ptr<detail::FaultRelay> relay;
+    detail::WaitEngine waits;
+
+    // --- lookups
+    [[nodiscard]] uint32_t live_handles() const noexcept;
+    // A PIN or ALLOC handle's mems slot, or kNoSlot.
+    [[nodiscard]] uint32_t mem_slot(Handle h) const noexcept;
+    // The live (guest-named), GPU-mapped memory on `node` holding [va, va + len), or kNoSlot.
+    [[nodiscard]] uint32_t queue_memory(Va va, uint64_t len, uint32_t node) const noexcept;
+
+    // UNPIN and FREE (session_memory.cpp).
+    Result<void> release_memory(HandleTable<uint32_t>& table, Handle h);
+
+    // --- release steps; device failures abort (fatal.hpp)
+    void stop_queue(const detail::QueueObj& queue) noexcept;  // destroy in the device
+    void drop_refs(const detail::QueueObj& queue) noexcept;
+    void settle_event(uint32_t slot) noexcept;    // deferred destroy, once unreferenced
+    void settle_unmap(uint32_t slot) noexcept;    // deferred GPU unmap, once unreferenced
+    void settle_release(uint32_t slot) noexcept;  // deferred unpin/free, once unreferenced
+    void unmap_now(uint32_t slot) noexcept;
+    void release_now(uint32_t slot) noexcept;  // device release + handle + pool slot
+    void destroy_event_now(uint32_t slot) noexcept;
+};
+
+}  // namespace xenhsa::hsa
+
+#endif

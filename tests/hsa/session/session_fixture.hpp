@@ -1,0 +1,101 @@
+// Shared setup for the GpuSession tests: a strict fake device, a session over it, and
+// helpers that build the usual objects (pinned and GPU-mapped memory, a queue in it).
+#ifndef XENHSA_TESTS_HSA_SESSION_FIXTURE_HPP
+#define XENHSA_TESTS_HSA_SESSION_FIXTURE_HPP
+
+#include <gtest/gtest.h>
+#include <xenhsa/proto/doorbell.h>
+#include <xenhsa/proto/memory.h>
+#include <xenhsa/proto/queue.h>
+
+#include <cerrno>
+#include <memory>
+#include <xenhsa/hsa/gpu_session.hpp>
+
+#include "strict_fake_device.hpp"
+
+namespace xenhsa::hsa::test {
+
+inline constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
+inline constexpr uint32_t kGpuNode = 1;
+inline constexpr uint64_t kGpuMask = 1u << kGpuNode;
+
+inline std::error_code edquot() { return {EDQUOT, std::generic_category()}; }
+inline std::error_code ebadf() { return errc(std::errc::bad_file_descriptor); }
+inline std::error_code ebusy() { return errc(std::errc::device_or_resource_busy); }
+inline std::error_code efault() { return errc(std::errc::bad_address); }
+inline std::error_code einval() { return errc(std::errc::invalid_argument); }
+
+// Guest VAs, far apart so that no two helpers' ranges touch.
+inline Va area(uint32_t n) { return 0x100000000ull + uint64_t{n} * 0x1000000ull; }
+
+inline xenhsa_queue_create_req queue_req(Va ring, Va pointers, Handle error_event = 0,
+                                         uint64_t ring_size = kPage) {
+    xenhsa_queue_create_req req{};
+    req.node = kGpuNode;
+    req.type = XENHSA_QUEUE_COMPUTE_AQL;
+    req.percentage = 100;
+    req.priority = 0;
+    req.ring_va = ring;
+    req.ring_size = ring_size;
+    req.rptr_va = pointers;
+    req.wptr_va = pointers + 8;
+    req.error_event = error_event;
+    return req;
+}
+
+class SessionTest : public ::testing::Test {
+protected:
+    void SetUp() override { make_session(SessionLimits{}); }
+
+    void TearDown() override {
+        session.reset();
+        EXPECT_EQ(device.violations(), std::vector<std::string>{})
+            << "the session broke a rule of the device";
+    }
+
+    void make_session(SessionLimits limits) {
+        session.reset();
+        session = std::make_unique<GpuSession>(device, limits);
+    }
+
+    Handle pin(Va va, uint64_t size = kPage, uint32_t flags = 0) {
+        auto r = session->pin(va, size, flags);
+        EXPECT_TRUE(r) << r.error().message();
+        return r ? r.value() : 0;
+    }
+    Handle alloc(Va va, uint64_t size = kPage, uint32_t flags = 0) {
+        auto r = session->alloc(va, size, kGpuNode, flags);
+        EXPECT_TRUE(r) << r.error().message();
+        return r ? r.value() : 0;
+    }
+    void map(Handle memory, uint64_t mask = kGpuMask) {
+        auto r = session->map_to_gpu(memory, mask, 0);
+        EXPECT_TRUE(r) << r.error().message();
+    }
+    Handle pin_mapped(Va va, uint64_t size = kPage) {
+        const Handle h = pin(va, size);
+        map(h);
+        return h;
+    }
+    Handle event(uint32_t flags = 0) {
+        xenhsa_event_create_req req{};
+        req.type = XENHSA_EVENT_SIGNAL;
+        req.flags = flags;
+        auto r = session->create_event(req);
+        EXPECT_TRUE(r) << r.error().message();
+        return r ? r.value().handle : 0;
+    }
+    GpuSession::QueueCreated queue(Va ring, Va pointers, Handle error_event = 0) {
+        auto r = session->create_queue(queue_req(ring, pointers, error_event));
+        EXPECT_TRUE(r) << r.error().message();
+        return r ? r.value() : GpuSession::QueueCreated{};
+    }
+
+    StrictFakeDevice device;
+    std::unique_ptr<GpuSession> session;
+};
+
+}  // namespace xenhsa::hsa::test
+
+#endif

@@ -1,0 +1,221 @@
+// EVENT_WAIT: fired, timeout, cancelled; destroy and teardown while waiting; `done`
+// exactly once. Waits end on other threads, so the tests wait for `done` with a generous
+// bound (never a pass/fail timing assertion).
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "session_fixture.hpp"
+
+namespace xenhsa::hsa::test {
+namespace {
+
+constexpr auto kBound = std::chrono::seconds(10);
+
+// Records every `done` call of every wait.
+class Completions {
+public:
+    GpuSession::WaitDone callback(int tag) {
+        return [this, tag](WaitEnd end, uint32_t mask) {
+            std::lock_guard lock(mutex_);
+            ends_[tag].push_back({end, mask});
+            changed_.notify_all();
+        };
+    }
+    // The first completion of `tag`, waiting for it (bounded).
+    std::optional<std::pair<WaitEnd, uint32_t>> await(int tag) {
+        std::unique_lock lock(mutex_);
+        if (!changed_.wait_for(lock, kBound, [&] { return !ends_[tag].empty(); })) {
+            return std::nullopt;
+        }
+        return ends_[tag].front();
+    }
+    size_t count(int tag) {
+        std::lock_guard lock(mutex_);
+        return ends_[tag].size();
+    }
+
+private:
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    std::map<int, std::vector<std::pair<WaitEnd, uint32_t>>> ends_;
+};
+
+using Ended = std::optional<std::pair<WaitEnd, uint32_t>>;
+Ended ended(WaitEnd end, uint32_t mask) { return std::make_pair(end, mask); }
+
+class WaitTest : public SessionTest {
+protected:
+    Result<uint64_t> wait(std::vector<Handle> events, int tag, bool all = false,
+                          uint32_t timeout = XENHSA_WAIT_INFINITE) {
+        return session->start_wait(events, all, timeout, done.callback(tag));
+    }
+    // Bounded: until `n` waiters are blocked in the device.
+    bool device_waiters(uint32_t n) {
+        const auto until = std::chrono::steady_clock::now() + kBound;
+        while (device.waiting() != n) {
+            if (std::chrono::steady_clock::now() > until) {
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        return true;
+    }
+    Completions done;
+};
+
+TEST_F(WaitTest, AnyWaitFiresWithTheMaskOfTheEventThatFired) {
+    const Handle a = event();
+    const Handle b = event();
+    ASSERT_TRUE(wait({a, b}, 1));
+    ASSERT_TRUE(device_waiters(3));  // a, b and the wait's cancel event
+    ASSERT_TRUE(session->set_event(b));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::fired, 0b10));
+    EXPECT_EQ(session->stats().events, 2u);
+}
+
+TEST_F(WaitTest, AllWaitNeedsEveryEvent) {
+    const Handle a = event();
+    const Handle b = event();
+    const Handle c = event();
+    ASSERT_TRUE(wait({a, b, c}, 1, true));
+    ASSERT_TRUE(session->set_event(c));
+    ASSERT_TRUE(session->set_event(a));
+    ASSERT_TRUE(device_waiters(2));  // only b and the cancel event left
+    EXPECT_EQ(done.count(1), 0u);
+    ASSERT_TRUE(session->set_event(b));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::fired, 0b111));
+}
+
+TEST_F(WaitTest, SignaledManualResetEventFiresAPoll) {
+    const Handle m = event(XENHSA_EVENT_MANUAL_RESET | XENHSA_EVENT_SIGNALED);
+    ASSERT_TRUE(wait({m}, 1, false, 0));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::fired, 1));
+    ASSERT_TRUE(wait({m}, 2, false, 0));  // manual reset: still signaled
+    EXPECT_EQ(done.await(2), ended(WaitEnd::fired, 1));
+    ASSERT_TRUE(session->reset_event(m));
+    ASSERT_TRUE(wait({m}, 3, false, 0));
+    EXPECT_EQ(done.await(3), ended(WaitEnd::timeout, 0));
+}
+
+TEST_F(WaitTest, AutoResetEventIsConsumedByTheWaitThatSawIt) {
+    const Handle e = event(XENHSA_EVENT_SIGNALED);
+    ASSERT_TRUE(wait({e}, 1, false, 0));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::fired, 1));
+    ASSERT_TRUE(wait({e}, 2, false, 0));
+    EXPECT_EQ(done.await(2), ended(WaitEnd::timeout, 0));
+}
+
+TEST_F(WaitTest, TimesOut) {
+    const Handle e = event();
+    ASSERT_TRUE(wait({e}, 1, false, 20));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::timeout, 0));
+    ASSERT_TRUE(wait({e, event()}, 2, true, 20));
+    ASSERT_TRUE(session->set_event(e));  // one of two: still a timeout
+    EXPECT_EQ(done.await(2), ended(WaitEnd::timeout, 0));
+}
+
+TEST_F(WaitTest, CancelEndsAPendingWaitOnce) {
+    const Handle e = event();
+    auto w = wait({e}, 1);
+    ASSERT_TRUE(w);
+    EXPECT_TRUE(session->cancel_wait(w.value()));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::cancelled, 0));
+    EXPECT_FALSE(session->cancel_wait(w.value()));  // not pending any more
+    EXPECT_FALSE(session->cancel_wait(0));
+    EXPECT_FALSE(session->cancel_wait(w.value() + 100));
+
+    // A wait that fired can no longer be cancelled, and its `done` says fired.
+    auto w2 = wait({e}, 2);
+    ASSERT_TRUE(w2);
+    ASSERT_TRUE(session->set_event(e));
+    EXPECT_EQ(done.await(2), ended(WaitEnd::fired, 1));
+    EXPECT_FALSE(session->cancel_wait(w2.value()));
+    EXPECT_EQ(done.count(1), 1u);
+    EXPECT_EQ(done.count(2), 1u);
+}
+
+TEST_F(WaitTest, DestroyingAnEventCancelsItsWaitsOnly) {
+    const Handle doomed = event();
+    const EventId doomed_id = *device.last_event();
+    const Handle kept = event();
+    ASSERT_TRUE(wait({doomed, kept}, 1));
+    ASSERT_TRUE(wait({doomed}, 2, true));
+    ASSERT_TRUE(wait({kept}, 3));
+    ASSERT_TRUE(device_waiters(2 + 1 + 1 + 3));
+
+    ASSERT_TRUE(session->destroy_event(doomed));  // no device violation: waits left first
+    EXPECT_FALSE(device.has_event(doomed_id));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::cancelled, 0));
+    EXPECT_EQ(done.await(2), ended(WaitEnd::cancelled, 0));
+    EXPECT_EQ(done.count(3), 0u);
+    ASSERT_TRUE(session->set_event(kept));
+    EXPECT_EQ(done.await(3), ended(WaitEnd::fired, 1));
+}
+
+TEST_F(WaitTest, TeardownCancelsEveryWaitAndJoins) {
+    const Handle a = event();
+    const Handle b = event();
+    for (int tag = 0; tag < 5; ++tag) {
+        ASSERT_TRUE(wait({a, b}, tag, tag % 2 == 0));
+    }
+    session->teardown();
+    for (int tag = 0; tag < 5; ++tag) {
+        // teardown returned: every `done` has already run, exactly once.
+        EXPECT_EQ(done.count(tag), 1u) << tag;
+        EXPECT_EQ(done.await(tag), ended(WaitEnd::cancelled, 0));
+    }
+    EXPECT_EQ(device.waiting(), 0u);
+    EXPECT_EQ(device.events(), 0u);  // the guest's and the cancel events
+}
+
+TEST_F(WaitTest, PendingWaitsHaveAQuota) {
+    SessionLimits limits;
+    limits.max_waits = 2;
+    make_session(limits);
+    const Handle e = event();
+    auto w1 = wait({e}, 1);
+    ASSERT_TRUE(w1);
+    ASSERT_TRUE(wait({e}, 2));
+    EXPECT_EQ(wait({e}, 3).error(), edquot());
+    EXPECT_TRUE(session->cancel_wait(w1.value()));
+    ASSERT_TRUE(done.await(1));
+    EXPECT_TRUE(wait({e}, 4));
+}
+
+TEST_F(WaitTest, BadWaitsAreRefused) {
+    const Handle e = event();
+    EXPECT_EQ(wait({}, 1).error(), einval());
+    EXPECT_EQ(wait(std::vector<Handle>(XENHSA_WAIT_MAX_EVENTS + 1, e), 1).error(), einval());
+    EXPECT_EQ(wait({e, e + 1}, 1).error(), ebadf());
+    EXPECT_EQ(session->start_wait(std::vector<Handle>{e}, false, 0, nullptr).error(), einval());
+    EXPECT_TRUE(wait(std::vector<Handle>(XENHSA_WAIT_MAX_EVENTS, e), 1, false, 0));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::timeout, 0));
+}
+
+TEST_F(WaitTest, ADeviceFailureEndsTheWaitAsFailed) {
+    const Handle e = event();
+    device.fail_next(Op::wait_events, std::errc::io_error);
+    ASSERT_TRUE(wait({e}, 1));
+    EXPECT_EQ(done.await(1), ended(WaitEnd::failed, 0));
+}
+
+TEST_F(WaitTest, ManyWaitsEachEndExactlyOnce) {
+    const Handle e = event(XENHSA_EVENT_MANUAL_RESET);
+    for (int tag = 0; tag < 40; ++tag) {
+        ASSERT_TRUE(wait({e}, tag));
+    }
+    ASSERT_TRUE(session->set_event(e));
+    for (int tag = 0; tag < 40; ++tag) {
+        EXPECT_EQ(done.await(tag), ended(WaitEnd::fired, 1));
+    }
+    session->teardown();
+    for (int tag = 0; tag < 40; ++tag) {
+        EXPECT_EQ(done.count(tag), 1u);
+    }
+}
+
+}  // namespace
+}  // namespace xenhsa::hsa::test
