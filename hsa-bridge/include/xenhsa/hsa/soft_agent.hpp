@@ -1,0 +1,66 @@
+// The software GPU agent: a KfdDevice that runs AQL queues on the CPU. It is the GPU when
+// the host has no /dev/kfd (CI, development machines).
+//
+// What it models:
+//   * one GPU address space per agent (i.e. per guest). The GPU reaches only memory that
+//     was allocated (alloc) or registered (register_user) AND mapped to the GPU
+//     (map_to_gpu). Host pointers are VAs (the backend mirrors guest VAs). Any other
+//     access (packet, kernarg, buffer, signal, mailbox) is a GPU page fault: that queue
+//     stops, its error event is signalled and the FaultHandler hears of it once; the
+//     agent and the other queues go on.
+//   * the kernel's rules: GPU mapping needs an allocation or registration (ENOENT);
+//     unmap_from_gpu, deregister_user or free of memory a live queue uses (ring, read or
+//     write pointer) and deregister_user or free of GPU-mapped memory: EBUSY; a queue
+//     whose ring, read or write pointer is not GPU-mapped on its node, or whose read
+//     pointer is not GPU-writable: EFAULT; bad sizes, flags, nodes or alignment: EINVAL.
+//   * an AQL packet processor per queue (one thread each), over the ring in guest memory:
+//     kernel dispatch of the built-in kernels (builtin_kernels.h) on a worker pool
+//     shared by the agent's queues, barrier-AND, barrier-OR, the barrier bit, fence
+//     scopes and completion signals (amd_signal_t). Dispatches without the barrier bit
+//     may overlap; the read index advances in order as packets are fetched.
+//   * KFD events, with KFD's manual/auto-reset semantics.
+//
+// Topology: node 0 is a CPU node (system memory), node 1 the GPU node (queues run
+// there; device-local memory lives there; GPU mappings name it: node_mask bit 1).
+// XNACK is off. Events have no agent mailbox (mailbox 0); a completion signal whose
+// event_id names a live event sets that event, and one with event_mailbox_ptr != 0 also
+// gets event_id stored there (8 bytes, a GPU write).
+//
+// Not modelled: queue priority and CU percentage other than 0 (a queue created at 0%
+// is inactive, as on KFD), profiling timestamps, agent dispatch, vendor packets (AMD
+// barrier-value: an invalid packet, which stops the queue like any unknown type).
+//
+// Threads: the backend calls from one thread; wait_events may run concurrently on other
+// threads; queues run on agent threads. The FaultHandler runs on the faulting queue's
+// thread, before its error event is set; it may destroy that queue. destroy_queue from
+// another thread waits for the handler to return.
+#ifndef XENHSA_HSA_SOFT_AGENT_HPP
+#define XENHSA_HSA_SOFT_AGENT_HPP
+
+#include <xenhsa/hsa/kfd_device.hpp>
+
+#include <cstdint>
+#include <memory>
+
+namespace xenhsa::hsa {
+
+struct SoftAgentOptions {
+    uint32_t worker_threads = 2;          // workgroup workers shared by all queues (>= 1)
+    uint64_t local_mem_size = 1ull << 30; // device-local bytes alloc may hand out
+    uint32_t max_queues = 128;            // ENOMEM beyond
+    uint32_t max_events = 4096;           // ENOMEM beyond (KFD's signal event limit)
+    uint32_t max_inflight_dispatches = 4; // per queue, overlapping dispatches (>= 1)
+    uint32_t idle_spin = 256;             // wptr polls before an idle queue sleeps
+};
+
+// The GPU node's id and its bit in map_to_gpu's node_mask.
+inline constexpr uint32_t kSoftGpuNode = 1;
+inline constexpr uint32_t kSoftCpuNode = 0;
+
+// Never null. Options out of range are clamped to the nearest valid value. For composition
+// roots: throws std::system_error when the worker threads cannot be started.
+std::unique_ptr<KfdDevice> make_soft_agent(SoftAgentOptions options = {});
+
+}  // namespace xenhsa::hsa
+
+#endif

@@ -1,0 +1,41 @@
+// What an agent's queues share: its address space, events, signal hub and workers, and
+// where a queue that stopped on an error reports.
+#ifndef XENHSA_HSA_SOFT_AGENT_SHARED_HPP
+#define XENHSA_HSA_SOFT_AGENT_SHARED_HPP
+
+#include "address_space.hpp"
+#include "events.hpp"
+#include "signals.hpp"
+#include "worker_pool.hpp"
+
+#include <xenhsa/hsa/kfd_device.hpp>
+
+#include <cstdint>
+#include <optional>
+
+namespace xenhsa::hsa::soft {
+
+class QueueErrorSink {
+public:
+    // A queue stopped on an error: a GPU page fault at `fault`, or (nullopt) an invalid
+    // packet or a device failure. Called once per queue, on the queue's thread.
+    virtual void queue_failed(QueueId queue, EventId error_event,
+                              std::optional<Va> fault) noexcept = 0;
+
+protected:
+    ~QueueErrorSink() = default;
+};
+
+struct AgentShared {
+    AddressSpace &memory;
+    EventTable &events;
+    SignalHub &signals;
+    WorkerPool &pool;
+    QueueErrorSink &errors;
+    uint32_t max_inflight = 4;
+    uint32_t idle_spin = 256;
+};
+
+}  // namespace xenhsa::hsa::soft
+
+#endif

@@ -1,0 +1,405 @@
+#include "aql_queue.hpp"
+
+#include <xenhsa/proto/queue.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace xenhsa::hsa::soft {
+
+namespace {
+
+constexpr uint64_t kPacketSize = XENHSA_AQL_PACKET_SIZE;
+static_assert(sizeof(hsa_kernel_dispatch_packet_t) == kPacketSize &&
+              sizeof(hsa_barrier_and_packet_t) == kPacketSize &&
+              sizeof(hsa_barrier_or_packet_t) == kPacketSize);
+
+constexpr uint32_t kMaxWorkgroupSize = 1024;     // HSA_AGENT_INFO_WORKGROUP_MAX_SIZE
+constexpr uint64_t kMaxGridSize = 0xFFFFFFFFull; // HSA_AGENT_INFO_GRID_MAX_SIZE
+constexpr uint32_t kGroupSegmentMax = 64 * 1024; // LDS
+constexpr auto kStallBackoffMin = std::chrono::microseconds(50);
+constexpr auto kStallBackoffMax = std::chrono::milliseconds(5);
+constexpr auto kBarrierBackoffMin = std::chrono::microseconds(20);
+constexpr auto kBarrierBackoffMax = std::chrono::milliseconds(1);
+
+uint32_t header_field(uint16_t header, int shift, int width) noexcept
+{
+    return (header >> shift) & ((1u << width) - 1);
+}
+
+uint32_t release_scope(uint16_t header) noexcept
+{
+    return header_field(header, HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE,
+                        HSA_PACKET_HEADER_WIDTH_SCRELEASE_FENCE_SCOPE);
+}
+
+void fence_for(uint32_t scope, std::memory_order order) noexcept
+{
+    if (scope == HSA_FENCE_SCOPE_SYSTEM) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+    } else if (scope == HSA_FENCE_SCOPE_AGENT) {
+        std::atomic_thread_fence(order);
+    }
+}
+
+template <class T>
+std::atomic_ref<T> guest_atomic(Va va) noexcept
+{
+    return std::atomic_ref<T>(*reinterpret_cast<T *>(host_ptr(va)));
+}
+
+void cpu_relax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+// Workgroup counts of a dispatch packet, or nullopt when the packet is malformed.
+std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t &packet)
+{
+    const uint32_t dims = header_field(packet.setup, HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
+                                       HSA_KERNEL_DISPATCH_PACKET_SETUP_WIDTH_DIMENSIONS);
+    if (dims < 1 || dims > 3) {
+        return std::nullopt;
+    }
+    DispatchShape shape;
+    shape.grid = {packet.grid_size_x, packet.grid_size_y, packet.grid_size_z};
+    shape.workgroup = {packet.workgroup_size_x, packet.workgroup_size_y, packet.workgroup_size_z};
+    uint64_t items = 1;
+    uint64_t group_items = 1;
+    shape.total_groups = 1;
+    for (uint32_t d = 0; d < 3; ++d) {
+        const uint32_t grid = shape.grid[d];
+        const uint32_t group = shape.workgroup[d];
+        if (grid == 0 || group == 0 || (d >= dims && (grid != 1 || group != 1))) {
+            return std::nullopt;
+        }
+        items *= grid; // below 2^32 after each step: no overflow
+        if (items > kMaxGridSize) {
+            return std::nullopt;
+        }
+        group_items *= group;
+        shape.groups[d] = (uint64_t{grid} + group - 1) / group;
+        shape.total_groups *= shape.groups[d];
+    }
+    if (group_items > kMaxWorkgroupSize || packet.group_segment_size > kGroupSegmentMax) {
+        return std::nullopt;
+    }
+    return shape;
+}
+
+}  // namespace
+
+AqlQueue::AqlQueue(AgentShared &agent, QueueId id, const QueueSpec &spec,
+                   const QueueMemory &memory, bool ring_writable)
+    : agent_(agent),
+      id_(id),
+      memory_(memory),
+      error_event_(spec.error_event),
+      slot_mask_(spec.ring_size / kPacketSize - 1),
+      ring_writable_(ring_writable),
+      active_(spec.percentage > 0)
+{
+    // Where the guest left the read index (zero for a fresh amd_queue_t): read once.
+    read_ = guest_atomic<uint64_t>(memory_.rptr).load(std::memory_order_acquire);
+}
+
+AqlQueue::~AqlQueue() { stop(); }
+
+void AqlQueue::start()
+{
+    if (active_) {
+        thread_ = std::thread([this] { run(); });
+    }
+}
+
+void AqlQueue::doorbell() noexcept
+{
+    std::lock_guard lock(mutex_);
+    ++doorbells_;
+    cv_.notify_one();
+}
+
+void AqlQueue::stop() noexcept
+{
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+        halted_.store(true, std::memory_order_release);
+        cv_.notify_all();
+    }
+    agent_.signals.bump(); // a barrier wait sleeps on the hub
+    if (!thread_.joinable()) {
+        return;
+    }
+    if (thread_.get_id() == std::this_thread::get_id()) {
+        // Destroyed from its own FaultHandler: run() touches nothing after the report.
+        thread_.detach();
+    } else {
+        thread_.join();
+    }
+}
+
+void AqlQueue::fail(std::optional<Va> fault) noexcept
+{
+    {
+        std::lock_guard lock(mutex_);
+        if (!failed_) {
+            failed_ = true;
+            fault_ = fault;
+        }
+        // A page fault kills the queue's work in flight, as a VM fault does on a GPU
+        // without XNACK. Any other error only stops the fetching: dispatches already
+        // launched run to completion.
+        if (fault) {
+            halted_.store(true, std::memory_order_release);
+        }
+        cv_.notify_all();
+    }
+    agent_.signals.bump();
+}
+
+void AqlQueue::dispatch_done(const DispatchJob &job) noexcept
+{
+    if (!halted()) {
+        fence_for(job.release_scope(), std::memory_order_release);
+        if (job.completion_signal() != 0) {
+            if (auto fault = complete_signal(agent_.memory, agent_.events, agent_.signals,
+                                             job.completion_signal())) {
+                fail(fault);
+            }
+        }
+    }
+    // Notify under the lock: once it is released the queue may be destroyed.
+    std::lock_guard lock(mutex_);
+    --inflight_;
+    cv_.notify_all();
+}
+
+uint64_t AqlQueue::load_wptr() const noexcept
+{
+    return guest_atomic<uint64_t>(memory_.wptr).load(std::memory_order_acquire);
+}
+
+// The write dispatch id is guest-written: anything not ahead of us means no work.
+bool AqlQueue::work_arrived(uint64_t read) const noexcept
+{
+    return static_cast<int64_t>(load_wptr() - read) > 0;
+}
+
+void AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout)
+{
+    std::unique_lock lock(mutex_);
+    auto woken = [&] { return doorbells_ != seen || leaving_locked(); };
+    if (timeout) {
+        cv_.wait_for(lock, *timeout, woken);
+    } else {
+        cv_.wait(lock, woken);
+    }
+}
+
+bool AqlQueue::wait_inflight_below(uint32_t limit)
+{
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return inflight_ < limit || leaving_locked(); });
+    return !leaving_locked();
+}
+
+void AqlQueue::run() noexcept
+{
+    try {
+        process_packets();
+    } catch (...) {
+        fail(std::nullopt); // out of memory making a job: a device failure
+    }
+    // Stopped, failed or faulted: let the dispatches in flight end (a stop or a fault
+    // has them skip their remaining workgroups) before reporting.
+    bool failed = false;
+    std::optional<Va> fault;
+    {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return inflight_ == 0; });
+        failed = failed_;
+        fault = fault_;
+    }
+    if (failed) {
+        // Last: the handler may destroy this queue.
+        agent_.errors.queue_failed(id_, error_event_, fault);
+    }
+}
+
+void AqlQueue::process_packets()
+{
+    auto stall = kStallBackoffMin;
+    for (;;) {
+        uint64_t seen = 0;
+        {
+            std::lock_guard lock(mutex_);
+            if (leaving_locked()) {
+                return;
+            }
+            seen = doorbells_; // before the wptr load: a later doorbell wakes the wait
+        }
+        if (!work_arrived(read_)) {
+            bool arrived = false;
+            for (uint32_t i = 0; i < agent_.idle_spin && !arrived; ++i) {
+                cpu_relax();
+                arrived = work_arrived(read_);
+            }
+            if (!arrived) {
+                wait_doorbell(seen, std::nullopt);
+            }
+            continue;
+        }
+        switch (process(read_)) {
+        case Step::next:
+            ++read_;
+            stall = kStallBackoffMin;
+            break;
+        case Step::stall:
+            // The producer has reserved the slot but not yet stored its header. It rings
+            // the doorbell after storing it; the timeout covers producers that do not.
+            wait_doorbell(seen, stall);
+            stall = std::min<std::chrono::microseconds>(stall * 2, kStallBackoffMax);
+            break;
+        case Step::stop:
+            return;
+        }
+    }
+}
+
+AqlQueue::Step AqlQueue::process(uint64_t read)
+{
+    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
+    const uint16_t header = guest_atomic<uint16_t>(slot).load(std::memory_order_acquire);
+    const uint32_t type =
+        header_field(header, HSA_PACKET_HEADER_TYPE, HSA_PACKET_HEADER_WIDTH_TYPE);
+    if (type == HSA_PACKET_TYPE_INVALID) {
+        return Step::stall;
+    }
+    if (!ring_writable_) {
+        fail(slot); // retiring the packet writes its header: a GPU write to the ring
+        return Step::stop;
+    }
+    // One copy of the body, after the header's acquire; the guest may rewrite the slot.
+    std::array<std::byte, kPacketSize> bytes{};
+    std::memcpy(bytes.data(), host_ptr(slot), bytes.size());
+
+    if (header_field(header, HSA_PACKET_HEADER_BARRIER, HSA_PACKET_HEADER_WIDTH_BARRIER) != 0 &&
+        !wait_inflight_below(1)) {
+        return Step::stop;
+    }
+    fence_for(header_field(header, HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE,
+                           HSA_PACKET_HEADER_WIDTH_SCACQUIRE_FENCE_SCOPE),
+              std::memory_order_acquire);
+
+    switch (type) {
+    case HSA_PACKET_TYPE_KERNEL_DISPATCH: {
+        hsa_kernel_dispatch_packet_t packet;
+        std::memcpy(&packet, bytes.data(), sizeof packet);
+        return dispatch(packet, header, read);
+    }
+    case HSA_PACKET_TYPE_BARRIER_AND:
+    case HSA_PACKET_TYPE_BARRIER_OR: {
+        hsa_barrier_and_packet_t packet; // the OR packet has the same layout
+        std::memcpy(&packet, bytes.data(), sizeof packet);
+        return barrier(packet, header, read,
+                       type == HSA_PACKET_TYPE_BARRIER_AND ? BarrierKind::all_zero
+                                                           : BarrierKind::any_zero);
+    }
+    default: // vendor-specific, agent dispatch, reserved: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
+        fail(std::nullopt);
+        return Step::stop;
+    }
+}
+
+// The packet is consumed: its slot goes back to the producer. Done before the packet can
+// complete, so a producer that sees the completion also sees the slot free.
+void AqlQueue::retire(uint64_t read) noexcept
+{
+    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
+    guest_atomic<uint16_t>(slot).store(HSA_PACKET_TYPE_INVALID, std::memory_order_relaxed);
+    guest_atomic<uint64_t>(memory_.rptr).store(read + 1, std::memory_order_release);
+}
+
+AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t &packet, uint16_t header,
+                                  uint64_t read)
+{
+    const auto shape = decode_shape(packet);
+    const BuiltinKernel *kernel = find_kernel(packet.kernel_object);
+    if (!shape || kernel == nullptr) {
+        fail(std::nullopt); // malformed packet, or HSA_STATUS_ERROR_INVALID_CODE_OBJECT
+        return Step::stop;
+    }
+    const Va kernarg_va = reinterpret_cast<uintptr_t>(packet.kernarg_address);
+    std::array<std::byte, kMaxKernargSize> kernarg{};
+    {
+        const auto view = agent_.memory.view();
+        if (auto fault = view.check(kernarg_va, kernel->kernarg_size, Access::read)) {
+            fail(fault);
+            return Step::stop;
+        }
+        std::memcpy(kernarg.data(), host_ptr(kernarg_va), kernel->kernarg_size);
+    }
+    const auto release = static_cast<uint8_t>(release_scope(header));
+    auto job = std::make_shared<DispatchJob>(
+        *this, *kernel, *shape, std::span<const std::byte>(kernarg.data(), kernel->kernarg_size),
+        packet.completion_signal.handle, release);
+
+    if (!wait_inflight_below(agent_.max_inflight)) {
+        return Step::stop;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ++inflight_;
+    }
+    retire(read);
+    try {
+        agent_.pool.submit(job, static_cast<uint32_t>(
+                                    std::min<uint64_t>(shape->total_groups, agent_.pool.size())));
+    } catch (...) {
+        std::lock_guard lock(mutex_);
+        --inflight_;
+        throw;
+    }
+    return Step::next;
+}
+
+AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t &packet, uint16_t header,
+                                 uint64_t read, BarrierKind kind)
+{
+    const std::array<uint64_t, 5> deps{packet.dep_signal[0].handle, packet.dep_signal[1].handle,
+                                       packet.dep_signal[2].handle, packet.dep_signal[3].handle,
+                                       packet.dep_signal[4].handle};
+    auto backoff = kBarrierBackoffMin;
+    for (;;) {
+        const uint64_t epoch = agent_.signals.epoch(); // before the checks: see SignalHub
+        if (halted()) {
+            return Step::stop;
+        }
+        const DependencyState state = check_dependencies(agent_.memory, deps, kind);
+        if (state.fault) {
+            fail(state.fault);
+            return Step::stop;
+        }
+        if (state.satisfied) {
+            break;
+        }
+        agent_.signals.wait(epoch, backoff);
+        backoff = std::min<std::chrono::microseconds>(backoff * 2, kBarrierBackoffMax);
+    }
+    retire(read);
+    fence_for(release_scope(header), std::memory_order_release);
+    if (packet.completion_signal.handle != 0) {
+        if (auto fault = complete_signal(agent_.memory, agent_.events, agent_.signals,
+                                         packet.completion_signal.handle)) {
+            fail(fault);
+            return Step::stop;
+        }
+    }
+    return Step::next;
+}
+
+}  // namespace xenhsa::hsa::soft

@@ -1,0 +1,102 @@
+// One AQL queue's packet processor: a thread that fetches packets in order from the ring
+// in guest memory and runs them (HSA 2.9, ROCr's producer protocol).
+//
+// It reads the write dispatch id from the queue's write pointer, processes packets from
+// its read dispatch id, and for each: loads the header (acquire); stops on INVALID until
+// the header becomes valid (the producer is still writing); honours the barrier bit and
+// the acquire fence; runs the packet (barrier-AND/OR wait for their dependencies;
+// dispatches go to the worker pool, up to max_inflight at once); and, once the packet is
+// launched, sets its header back to INVALID and advances the read dispatch id (release).
+// A packet's completion signal is decremented after that, and after its release fence:
+// for a dispatch, when its last workgroup ends.
+//
+// Busy queues poll the write pointer; an idle queue sleeps until ring_doorbell. An error
+// (a GPU page fault, an invalid packet) stops the queue for good: workgroups not started
+// are skipped, and the agent signals the error event and reports the fault once.
+#ifndef XENHSA_HSA_SOFT_AQL_QUEUE_HPP
+#define XENHSA_HSA_SOFT_AQL_QUEUE_HPP
+
+#include "agent_shared.hpp"
+#include "dispatch_job.hpp"
+
+#include <hsa/hsa.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+namespace xenhsa::hsa::soft {
+
+class AqlQueue {
+public:
+    // The caller holds `memory` in the address space for the queue's lifetime.
+    AqlQueue(AgentShared &agent, QueueId id, const QueueSpec &spec, const QueueMemory &memory,
+             bool ring_writable);
+    ~AqlQueue(); // stop()
+    AqlQueue(const AqlQueue &) = delete;
+    AqlQueue &operator=(const AqlQueue &) = delete;
+
+    // Starts the packet processor (not for an inactive, 0% queue). Throws
+    // std::system_error when no thread can be made.
+    void start();
+    void doorbell() noexcept;
+    // Stops fetching, skips workgroups not yet started, waits for the ones running and
+    // joins (from the queue's own thread, i.e. its FaultHandler: detaches instead).
+    // Idempotent. Completion signals of cancelled dispatches are left alone.
+    void stop() noexcept;
+    [[nodiscard]] const QueueMemory &memory() const noexcept { return memory_; }
+
+    // For workers.
+    [[nodiscard]] bool halted() const noexcept { return halted_.load(std::memory_order_acquire); }
+    [[nodiscard]] const AddressSpace &address_space() const noexcept { return agent_.memory; }
+    // The queue hit an error: a GPU page fault at `fault` (its workgroups not started
+    // are skipped), or (nullopt) an invalid packet or device failure (work already
+    // launched completes). The queue fetches no more packets; the first error counts.
+    void fail(std::optional<Va> fault) noexcept;
+    // The last workgroup of `job` ended; the job must not touch the queue afterwards.
+    void dispatch_done(const DispatchJob &job) noexcept;
+
+private:
+    enum class Step : uint8_t { next, stall, stop };
+
+    void run() noexcept;
+    void process_packets();
+    Step process(uint64_t read);
+    Step dispatch(const hsa_kernel_dispatch_packet_t &packet, uint16_t header, uint64_t read);
+    Step barrier(const hsa_barrier_and_packet_t &packet, uint16_t header, uint64_t read,
+                 BarrierKind kind);
+    void retire(uint64_t read) noexcept;
+    [[nodiscard]] bool leaving_locked() const noexcept { return stopping_ || failed_; }
+    bool wait_inflight_below(uint32_t limit);
+    void wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
+    bool work_arrived(uint64_t read) const noexcept;
+    uint64_t load_wptr() const noexcept;
+
+    AgentShared &agent_;
+    QueueId id_;
+    QueueMemory memory_;
+    EventId error_event_;
+    uint64_t slot_mask_;
+    bool ring_writable_;
+    bool active_;
+    uint64_t read_ = 0; // the processor's read dispatch id
+
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    uint64_t doorbells_ = 0;
+    uint32_t inflight_ = 0;
+    bool stopping_ = false;
+    bool failed_ = false;
+    std::optional<Va> fault_;
+    std::atomic<bool> halted_{false}; // stopping_ or a page fault: workers skip
+    std::thread thread_;
+};
+
+}  // namespace xenhsa::hsa::soft
+
+#endif

@@ -1,0 +1,69 @@
+// HSA signals as the GPU sees them: an amd_signal_t in guest memory, named by its address
+// (hsa_signal_t.handle), with the value at offset 8.
+#ifndef XENHSA_HSA_SOFT_SIGNALS_HPP
+#define XENHSA_HSA_SOFT_SIGNALS_HPP
+
+#include "address_space.hpp"
+#include "events.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+
+namespace xenhsa::hsa::soft {
+
+// Ticks whenever the agent completes a signal, or a queue must re-check why it waits;
+// queues stalled on barrier dependencies sleep on it (with a timeout, since the host
+// may also store to a signal without telling the agent).
+class SignalHub {
+public:
+    [[nodiscard]] uint64_t epoch() const
+    {
+        std::lock_guard lock(mutex_);
+        return epoch_;
+    }
+    void bump() noexcept
+    {
+        {
+            std::lock_guard lock(mutex_);
+            ++epoch_;
+        }
+        cv_.notify_all();
+    }
+    void wait(uint64_t seen, std::chrono::microseconds timeout) const
+    {
+        std::unique_lock lock(mutex_);
+        cv_.wait_for(lock, timeout, [&] { return epoch_ != seen; });
+    }
+
+private:
+    mutable std::mutex mutex_;
+    mutable std::condition_variable cv_;
+    uint64_t epoch_ = 0;
+};
+
+// The end of a packet: decrement the value (release), then, if the signal asks for it,
+// store its event_id in its mailbox and set the event. Returns the address of a fault
+// (the signal, or its mailbox: then the value is left alone).
+std::optional<Va> complete_signal(const AddressSpace &space, EventTable &events, SignalHub &hub,
+                                  uint64_t handle);
+
+enum class BarrierKind : uint8_t { all_zero, any_zero };
+
+struct DependencyState {
+    bool satisfied = false;
+    std::optional<Va> fault;
+};
+
+// Barrier-AND: satisfied when every nonzero handle's value is 0. Barrier-OR: when some
+// nonzero handle's value is 0; handle 0 counts as not satisfied (HSA 2.9.8), so an OR
+// over no signals never completes.
+DependencyState check_dependencies(const AddressSpace &space, std::span<const uint64_t> handles,
+                                   BarrierKind kind);
+
+}  // namespace xenhsa::hsa::soft
+
+#endif

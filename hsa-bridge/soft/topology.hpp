@@ -1,0 +1,35 @@
+// The software agent's topology, as KFD would report it for a small dGPU system:
+// node 0 a CPU node with system memory, node 1 the GPU (gfx900-like numbers, one
+// device-local bank, an L1 per CU and a shared L2, one PCIe link each way). XNACK off.
+#ifndef XENHSA_HSA_SOFT_TOPOLOGY_HPP
+#define XENHSA_HSA_SOFT_TOPOLOGY_HPP
+
+#include <xenhsa/hsa/soft_agent.hpp>
+#include <xenhsa/proto/query.h>
+
+#include <cstdint>
+
+namespace xenhsa::hsa::soft {
+
+inline constexpr uint32_t kNodeCount = 2;
+
+class Topology {
+public:
+    explicit Topology(const SoftAgentOptions &options) noexcept : options_(options) {}
+
+    [[nodiscard]] xenhsa_version_info version() const noexcept;
+    [[nodiscard]] xenhsa_system_props system() const noexcept;
+    // EINVAL for a node that does not exist, ENOENT for an index past the node's count.
+    [[nodiscard]] Result<xenhsa_node_props> node(uint32_t node) const noexcept;
+    [[nodiscard]] Result<xenhsa_mem_bank> mem_bank(uint32_t node, uint32_t index) const noexcept;
+    [[nodiscard]] Result<xenhsa_cache> cache(uint32_t node, uint32_t index) const noexcept;
+    [[nodiscard]] Result<xenhsa_io_link> io_link(uint32_t node, uint32_t index) const noexcept;
+    [[nodiscard]] Result<xenhsa_clock_counters> clock(uint32_t node) const noexcept;
+
+private:
+    SoftAgentOptions options_;
+};
+
+}  // namespace xenhsa::hsa::soft
+
+#endif
