@@ -1,0 +1,90 @@
+// Everything one guest device needs once its pages are mapped and its event channel is
+// bound, on the worker's Boost.Asio io_context: the Session (requests, Map/Revoke, GPU
+// forwarding), the RingServer, and a driver that waits on the event channel's fd and runs
+// the ring, the doorbells and the notify backlog on each kick. This is what the worker
+// process layer creates after the xenbus handshake and destroys on Closing.
+//
+// Threading: the io_context's thread only (GpuSession callbacks are posted to it).
+#ifndef XENHSA_BACKEND_CORE_GUEST_CORE_HPP
+#define XENHSA_BACKEND_CORE_GUEST_CORE_HPP
+
+#include <boost/asio/io_context.hpp>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <xenhsa/backend/core/quotas.hpp>
+#include <xenhsa/backend/core/result.hpp>
+#include <xenhsa/backend/core/ring_server.hpp>
+#include <xenhsa/backend/core/session.hpp>
+#include <xenhsa/backend/core/stats.hpp>
+#include <xenhsa/xen/event_channel.hpp>
+
+namespace xenhsa::backend::core {
+
+// The guest's shared pages, mapped by the worker (ring pages contiguously).
+struct GuestPages {
+    std::span<std::byte> ring;  // XENHSA_RING_BYTES(ring_order) bytes
+    uint32_t ring_order = 0;
+    xenhsa_notify_page* notify = nullptr;      // may be null in tests
+    xenhsa_doorbell_page* doorbell = nullptr;  // may be null in tests
+};
+
+struct GuestOptions {
+    Quotas quotas;
+    uint64_t features = XENHSA_FEATURES_V1;
+    uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
+};
+
+// The guest must be disconnected (ring overflow, notify backlog full, event channel
+// failure). Called at most once, from the io_context; the core serves nothing afterwards.
+using CoreFatal = std::function<void(std::string reason)>;
+
+class GuestCore {
+public:
+    // Builds the session and the ring, sets be_alive = 1 in the ring header (the caller
+    // mapped the first ring page with the unmap notification on it), sets kick_requested
+    // on the doorbell page (the GPU side is driven by kicks), starts waiting on
+    // `events.fd()` and runs a first pass for requests published before the bind. EINVAL
+    // for pages that do not fit the order. `events` must outlive the core.
+    static Result<std::unique_ptr<GuestCore>> start(boost::asio::io_context& io,
+                                                    xen::EventChannel& events, xen::Port local,
+                                                    const GuestPages& pages,
+                                                    const SessionSeams& seams,
+                                                    const GuestOptions& options,
+                                                    CoreFatal on_fatal);
+    // Session end: stops serving, drops pending waits, revokes everything in the fixed
+    // order, releases the window. Never fails.
+    ~GuestCore();
+    GuestCore(const GuestCore&) = delete;
+    GuestCore& operator=(const GuestCore&) = delete;
+
+    [[nodiscard]] Stats stats() const noexcept { return session_->stats(); }
+    // The operator's revoke of everything; the connection stays up.
+    void revoke_all() noexcept;
+    bool revoke_handle(hsa::Handle handle) noexcept;
+    // The quota-breach path (see Session::enforce_quotas).
+    uint32_t enforce_quotas(const Quotas& quotas) noexcept;
+
+    Session& session() noexcept { return *session_; }
+    RingServer& ring() noexcept { return *ring_; }
+    // Runs one pass now, as a kick would.
+    void wake() noexcept;
+
+private:
+    struct Driver;
+    GuestCore() = default;
+    static Result<std::unique_ptr<GuestCore>> start_checked(
+        boost::asio::io_context& io, xen::EventChannel& events, xen::Port local,
+        const GuestPages& pages, const SessionSeams& seams, const GuestOptions& options,
+        CoreFatal on_fatal);
+
+    std::unique_ptr<Session> session_;
+    std::unique_ptr<RingServer> ring_;
+    std::unique_ptr<Driver> driver_;
+};
+
+}  // namespace xenhsa::backend::core
+
+#endif

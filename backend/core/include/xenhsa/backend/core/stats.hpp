@@ -1,0 +1,25 @@
+// What the control socket reports for one guest.
+#ifndef XENHSA_BACKEND_CORE_STATS_HPP
+#define XENHSA_BACKEND_CORE_STATS_HPP
+
+#include <cstdint>
+#include <nlohmann/json_fwd.hpp>
+
+namespace xenhsa::backend::core {
+
+struct Stats {
+    uint64_t mapped_pages = 0;  // MAPped guest pages (deferred UNMAPs included)
+    uint64_t pinned_pages = 0;  // pages registered with the GPU
+    uint64_t lent_pages = 0;    // backend pages lent (revoked, unacknowledged ones included)
+    uint64_t queues = 0;
+    uint64_t events = 0;
+    uint64_t handles = 0;  // live guest handles of every kind
+};
+
+// {"mapped_pages": .., "pinned_pages": .., "lent_pages": .., "queues": .., "events": ..,
+//  "handles": ..}
+nlohmann::json stats_to_json(const Stats& stats);
+
+}  // namespace xenhsa::backend::core
+
+#endif

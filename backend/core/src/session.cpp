@@ -1,0 +1,306 @@
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <mutex>
+#include <new>
+#include <utility>
+#include <vector>
+#include <xenhsa/backend/core/seam_status.hpp>
+#include <xenhsa/backend/core/session.hpp>
+
+#include "session_gate.hpp"
+
+namespace xenhsa::backend::core {
+
+hsa::SessionLimits gpu_limits(const Quotas& quotas, uint32_t ring_slots) noexcept {
+    hsa::SessionLimits limits;
+    limits.max_handles = quotas.max_handles;
+    limits.max_pinned_pages = quotas.max_pinned_pages;
+    limits.max_alloc_bytes = quotas.max_alloc_bytes;
+    limits.max_queues = quotas.max_queues;
+    limits.max_events = quotas.max_events;
+    limits.max_waits = std::min(quotas.max_in_flight, ring_slots - 1);
+    return limits;
+}
+
+namespace {
+
+uint32_t backlog_capacity(const Quotas& q) noexcept {
+    // At most one record per handle (§6); twice that leaves room for handles that were
+    // released and reissued while the guest did not consume.
+    return 2 * q.max_handles + 64;
+}
+
+}  // namespace
+
+Session::Session(boost::asio::io_context& io, const SessionSeams& seams,
+                 const SessionOptions& options)
+    : io_(io),
+      seams_(seams),
+      ring_slots_(options.ring_slots),
+      handle_capacity_(options.quotas.max_handles),
+      quotas_(options.quotas),
+      allowed_features_(options.features),
+      negotiation_(options.proposal_base),
+      notify_(options.notify_page, backlog_capacity(options.quotas)),
+      map_revoke_(MapRevokeSeams{seams.guest, seams.mapper, seams.sharer, seams.gpu}, window_,
+                  notify_, options.quotas.max_handles),
+      topology_(seams.gpu != nullptr ? &seams.gpu->device() : nullptr),
+      gate_(std::make_shared<Gate>()) {
+    map_revoke_.set_observer(this);
+    const std::size_t lost_capacity = 2 * std::size_t{quotas_.max_queues} + 16;
+    gate_->lost.reserve(lost_capacity);
+    gate_->draining.reserve(lost_capacity);
+    if (seams_.gpu != nullptr) {
+        auto gate = gate_;
+        auto executor = io_.get_executor();
+        Session* self = this;
+        seams_.gpu->on_queue_lost([gate, executor, self](hsa::Handle queue, hsa::Va address) {
+            std::lock_guard<std::mutex> hold(gate->lock);
+            if (!gate->open) {
+                return;
+            }
+            if (gate->lost.size() < gate->lost.capacity()) {
+                gate->lost.emplace_back(queue, address);
+            }
+            // On the loop thread (inside a revoke) the session drains right afterwards.
+            if (!executor.running_in_this_thread()) {
+                boost::asio::post(executor, [gate, self] {
+                    {
+                        std::lock_guard<std::mutex> check(gate->lock);
+                        if (!gate->open) {
+                            return;
+                        }
+                    }
+                    self->drain_lost_queues();
+                });
+            }
+        });
+    }
+}
+
+Session::~Session() {
+    {
+        std::lock_guard<std::mutex> hold(gate_->lock);
+        gate_->open = false;
+    }
+    revoke_all(true);
+    if (seams_.gpu != nullptr) {
+        seams_.gpu->on_queue_lost({});
+    }
+    map_revoke_.set_observer(nullptr);
+}
+
+uint32_t Session::max_in_flight() const noexcept {
+    return std::min(quotas_.max_in_flight, ring_slots_ - 1);
+}
+
+uint64_t Session::supported_features() const noexcept {
+    uint64_t f = XENHSA_FEATURE_INDIRECT;
+    if (seams_.sharer != nullptr) {
+        f |= XENHSA_FEATURE_LEND;
+    }
+    if (seams_.gpu != nullptr) {
+        f |= XENHSA_FEATURE_GPU | XENHSA_FEATURE_WAIT_CANCEL;
+    }
+    return f & allowed_features_;
+}
+
+uint64_t Session::total_handles() const noexcept {
+    const uint64_t gpu = seams_.gpu != nullptr ? seams_.gpu->stats().handles : 0;
+    return map_revoke_.handles() + gpu;
+}
+
+bool Session::handles_full() const noexcept { return total_handles() >= quotas_.max_handles; }
+
+uint32_t Session::gate_check(uint32_t cmd) const noexcept {
+    if (state_ != State::connected) {
+        return XENHSA_STATUS_BAD_STATE;
+    }
+    uint64_t needs = 0;
+    switch (cmd) {
+        case XENHSA_CMD_LEND:
+            needs = XENHSA_FEATURE_LEND;
+            break;
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            needs = XENHSA_FEATURE_WAIT_CANCEL;
+            break;
+        case XENHSA_CMD_HELLO:
+        case XENHSA_CMD_QUERY:
+        case XENHSA_CMD_MAP:
+        case XENHSA_CMD_UNMAP:
+            break;
+        default:
+            needs = XENHSA_FEATURE_GPU;
+            break;
+    }
+    return (features_ & needs) == needs ? XENHSA_STATUS_OK : XENHSA_STATUS_UNSUPPORTED;
+}
+
+void Session::handle(const xenhsa_req_slot& copy, ReplySink& sink) noexcept {
+    const uint32_t cmd = copy.hdr.cmd;
+    const uint32_t seqno = copy.hdr.seqno;
+    try {
+        const uint32_t syntactic = xenhsa_check_req(&copy);
+        if (cmd == XENHSA_CMD_HELLO) {
+            hello(copy, syntactic, sink);
+            return;
+        }
+        if (syntactic != XENHSA_STATUS_OK) {
+            sink.reply(make_reply(cmd, seqno, syntactic));
+            return;
+        }
+        if (auto reply = dispatch(copy, sink)) {
+            sink.reply(*reply);
+        }
+    } catch (const std::bad_alloc&) {
+        sink.reply(make_reply(cmd, seqno, XENHSA_STATUS_NO_MEMORY));
+    } catch (...) {
+        sink.reply(make_reply(cmd, seqno, XENHSA_STATUS_DEVICE));
+    }
+}
+
+Session::Reply_ Session::dispatch(const xenhsa_req_slot& copy, ReplySink& sink) {
+    using proto::payload_as;
+    const uint32_t cmd = copy.hdr.cmd;
+    const uint32_t seqno = copy.hdr.seqno;
+    const uint32_t gated = gate_check(cmd);
+    if (gated != XENHSA_STATUS_OK) {
+        return make_reply(cmd, seqno, gated);
+    }
+    switch (cmd) {
+        case XENHSA_CMD_QUERY:
+            return topology_.query(payload_as<xenhsa_query_req>(copy), seqno);
+        case XENHSA_CMD_MAP:
+            return map(payload_as<xenhsa_map_req>(copy), seqno);
+        case XENHSA_CMD_UNMAP:
+            return unmap(payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_LEND:
+            return lend(payload_as<xenhsa_lend_req>(copy), seqno);
+        case XENHSA_CMD_PIN:
+            return pin(payload_as<xenhsa_pin_req>(copy), seqno);
+        case XENHSA_CMD_UNPIN:
+            return unpin(payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_MAP_TO_GPU:
+            return map_to_gpu(payload_as<xenhsa_map_to_gpu_req>(copy), seqno);
+        case XENHSA_CMD_UNMAP_FROM_GPU:
+            return unmap_from_gpu(payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_ALLOC:
+            return alloc(payload_as<xenhsa_alloc_req>(copy), seqno);
+        case XENHSA_CMD_FREE:
+            return free(payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_QUEUE_CREATE:
+            return queue_create(payload_as<xenhsa_queue_create_req>(copy), seqno);
+        case XENHSA_CMD_QUEUE_DESTROY:
+            return queue_destroy(payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_EVENT_CREATE:
+            return event_create(payload_as<xenhsa_event_create_req>(copy), seqno);
+        case XENHSA_CMD_EVENT_DESTROY:
+        case XENHSA_CMD_EVENT_SET:
+        case XENHSA_CMD_EVENT_RESET:
+            return event_op(cmd, payload_as<xenhsa_handle_req>(copy), seqno);
+        case XENHSA_CMD_EVENT_WAIT:
+            return event_wait(payload_as<xenhsa_event_wait_req>(copy), seqno);
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            return event_wait_cancel(payload_as<xenhsa_event_wait_cancel_req>(copy), seqno, sink);
+        default:
+            return make_reply(cmd, seqno, XENHSA_STATUS_BAD_COMMAND);
+    }
+}
+
+bool Session::revoke_handle(hsa::Handle handle) noexcept {
+    return map_revoke_.revoke_handle(handle);
+}
+
+void Session::revoke_all(bool session_end) noexcept {
+    if (session_end) {
+        // Pending waits end without a response; their completions find nothing.
+        ending_ = true;
+        waits_.clear();
+    } else {
+        // The connection stays up: the guest learns that its queues are gone.
+        gpu_objects_.for_each_queue([this](hsa::Handle h, GpuObjects::Queue& q) {
+            if (!q.notified) {
+                q.notified = true;
+                (void)notify_.post(NotifyProducer::gpu_fault(h, 0));
+            }
+        });
+    }
+    // §5.20: queues, events, GPU mappings, queue memory, other memory ...
+    if (seams_.gpu != nullptr) {
+        seams_.gpu->teardown();
+    }
+    drain_lost_queues();
+    // ... then grant unmaps and unsharing (the GPU half is gone already) ...
+    gpu_torn_down_ = true;
+    map_revoke_.revoke_all(session_end);
+    gpu_torn_down_ = false;
+    // ... and the allocations' VA ranges last.
+    gpu_objects_.clear([this](const GpuObjects::Memory& m) { window_.release(m.va, m.size); });
+    doorbell_seen_.fill(0);
+}
+
+uint32_t Session::enforce_quotas(const Quotas& quotas) noexcept {
+    quotas_ = quotas;
+    quotas_.max_handles = std::min(quotas.max_handles, handle_capacity_);
+    return map_revoke_.revoke_over_quota(quotas_.max_map_pages, quotas_.max_lend_pages);
+}
+
+Stats Session::stats() const noexcept {
+    Stats s;
+    s.mapped_pages = map_revoke_.mapped_pages();
+    s.lent_pages = map_revoke_.lent_pages();
+    s.handles = total_handles();
+    if (seams_.gpu != nullptr) {
+        const hsa::SessionStats gpu = seams_.gpu->stats();
+        s.pinned_pages = gpu.pinned_pages;
+        s.queues = gpu.queues;
+        s.events = gpu.events;
+    }
+    return s;
+}
+
+void Session::release_freed(const GpuObjects::Memory& m) noexcept {
+    if (m.alloc) {
+        window_.release(m.va, m.size);
+    }
+}
+
+void Session::drain_lost_queues() noexcept {
+    {
+        std::lock_guard<std::mutex> hold(gate_->lock);
+        gate_->lost.swap(gate_->draining);  // both allocated once: no allocation
+    }
+    for (const auto& [queue, address] : gate_->draining) {
+        GpuObjects::Queue* q = gpu_objects_.queue(queue);
+        if (q != nullptr && !q->notified && !ending_) {
+            q->notified = true;
+            (void)notify_.post(NotifyProducer::gpu_fault(queue, address));
+        }
+    }
+    gate_->draining.clear();
+}
+
+void Session::gpu_range_revoked(uint64_t va, uint64_t size) noexcept {
+    if (gpu_torn_down_) {
+        return;  // revoke_all: the books are cleared as a whole afterwards
+    }
+    drain_lost_queues();
+    gpu_objects_.range_revoked(
+        va, size,
+        [this](hsa::Handle h, GpuObjects::Queue& q) {
+            // The queue lost its memory and is gone: tell the guest once.
+            if (!q.notified && !ending_) {
+                q.notified = true;
+                (void)notify_.post(NotifyProducer::gpu_fault(h, 0));
+            }
+        },
+        [this](const GpuObjects::Memory& m) { release_freed(m); });
+}
+
+void Session::queue_gone(hsa::Handle queue) noexcept {
+    gpu_objects_.remove_queue(queue, [this](const GpuObjects::Memory& m) { release_freed(m); });
+    map_revoke_.release_deferred(
+        [this](uint64_t va, uint64_t size) { return gpu_objects_.range_held(va, size); });
+}
+
+}  // namespace xenhsa::backend::core
