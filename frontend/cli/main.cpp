@@ -1,27 +1,180 @@
-// xenhsa-guest: the synthetic frontend.
+// xenhsa-guest: the synthetic frontend. `loopback` needs no backend; every other
+// subcommand runs the guest library against a backend over the simulator (--sim-dir) or
+// real Xen (--xen) and prints machine-readable check lines (report.hpp).
 #include "loopback.hpp"
+#include "options.hpp"
+#include "scenarios.hpp"
 
 #include <xenhsa/proto/ring.h>
 
-#include <CLI/CLI.hpp>
+#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <vector>
+
+namespace {
+
+using namespace xenhsa::frontend::cli;
+
+void add_global_options(CLI::App &app, GlobalOptions &g, bool &verbose)
+{
+    auto *sim = app.add_option("--sim-dir", g.sim_dir,
+                               "run on the xenhsa-sim simulator in DIR (its socket directory)");
+    auto *xen = app.add_flag("--xen", g.xen, "run on real Xen (libxen* adapters)");
+    sim->excludes(xen);
+    app.add_option("--domid", g.domid,
+                   "sim: attach to this existing domain (default: create guest-<pid>)")
+        ->check(CLI::Range(1u, 0x7FEFu));
+    app.add_option("--backend-domid", g.backend_domid, "the backend's domain")
+        ->check(CLI::Range(0u, 0x7FEFu));
+    app.add_option("--devid", g.devid, "device index under device/xenhsa/");
+    app.add_option("--ring-order", g.ring_order,
+                   "ring pages as a power of two (capped by the backend's max)")
+        ->check(CLI::Range(0u, unsigned{XENHSA_RING_MAX_ORDER}));
+    app.add_option("--timeout-ms", g.timeout_ms, "timeout of each request and handshake step")
+        ->check(CLI::Range(1u, 3600000u));
+    app.add_option("--ram-pages", g.ram_pages, "sim: RAM pages of the domain created for us")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 24));
+    app.add_flag("!--no-toolstack", g.toolstack,
+                 "sim: do not create the device's xenstore directories (the toolstack's job)");
+    app.add_option("--window-gib", g.window_gib, "VA window size asked for in HELLO (GiB)")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{8192}));
+    app.add_flag("-v,--verbose", verbose, "debug logging (to stderr)");
+}
+
+}  // namespace
 
 int main(int argc, char **argv)
 {
-    CLI::App app{"xenhsa-guest: the synthetic xenhsa frontend (guest side)"};
+    spdlog::set_default_logger(spdlog::stderr_color_mt("xenhsa-guest"));
+    CLI::App app{
+        "xenhsa-guest: the synthetic xenhsa frontend (guest side). Scenario output on "
+        "stdout: 'check <name> ok|FAIL [detail]', 'info ...', and a final "
+        "'summary <scenario> checks=N failed=M result=ok|FAIL'; exit 0 iff every "
+        "check held."};
     app.require_subcommand(1);
+    app.fallthrough();
 
-    xenhsa::frontend::cli::LoopbackOptions loopback;
-    auto *loop = app.add_subcommand(
-        "loopback", "drive the guest ring library against a validating loopback peer");
+    GlobalOptions global;
+    bool verbose = false;
+    add_global_options(app, global, verbose);
+
+    std::vector<std::pair<CLI::App *, std::function<int()>>> commands;
+    auto command = [&](const char *name, const char *help, std::function<int()> run) {
+        CLI::App *sub = app.add_subcommand(name, help);
+        commands.emplace_back(sub, std::move(run));
+        return sub;
+    };
+
+    LoopbackOptions loopback;
+    auto *loop = command("loopback",
+                         "drive the guest ring library against a validating loopback peer "
+                         "(no backend, no hypervisor)",
+                         [&] { return run_loopback(loopback); });
     loop->add_option("--ring-order", loopback.ring_order, "ring pages as a power of two")
         ->check(CLI::Range(0u, unsigned{XENHSA_RING_MAX_ORDER}));
     loop->add_option("--budget", loopback.budget, "requests the peer serves per wake-up")
         ->check(CLI::Range(1u, 1024u));
 
+    command("selftest", "handshake, HELLO, QUERY, a small MAP/PIN/UNPIN/UNMAP, close",
+            [&] { return run_selftest(global); });
+
+    ReconnectOptions reconnect;
+    auto *reconnect_cmd = command("reconnect",
+                                  "rounds of a small session, then Closing/Closed/Initialising "
+                                  "and a new handshake with new pages and a new port",
+                                  [&] { return run_reconnect(global, reconnect); });
+    reconnect_cmd->add_option("--rounds", reconnect.rounds, "reconnections")
+        ->check(CLI::Range(1u, 100u));
+    reconnect_cmd->add_flag("--wait-backend-death", reconnect.wait_for_backend_death,
+                            "each round, wait until the backend dies (e.g. its worker is "
+                            "killed) before reconnecting");
+
+    MapOptions map;
+    auto *map_cmd = command("map", "MAP guest pages (indirect beyond 52 pages)",
+                            [&] { return run_map(global, map); });
+    map_cmd->add_option("--pages", map.pages, "pages to map")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
+    map_cmd->add_flag("--hold", map.hold, "keep the mapping until SIGTERM/SIGINT");
+    map_cmd->add_flag("--read-only", map.read_only, "grant and map read-only");
+
+    LendOptions lend;
+    auto *lend_cmd = command("lend", "LEND backend pages, map them at their VA, use, UNMAP",
+                             [&] { return run_lend(global, lend); });
+    lend_cmd->add_option("--pages", lend.pages, "pages to borrow")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
+    lend_cmd->add_flag("!--read-only", lend.writable, "borrow read-only");
+
+    RevokeOptions revoke;
+    auto *revoke_cmd = command("revoke",
+                               "LEND, wait for the backend's REVOKED, probe the pages (reports "
+                               "the fault instead of crashing), acknowledge with UNMAP",
+                               [&] { return run_revoke(global, revoke); });
+    revoke_cmd->add_option("--pages", revoke.pages, "pages to borrow")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
+    revoke_cmd->add_option("--wait-ms", revoke.wait_ms, "how long to wait for REVOKED");
+
+    StressOptions stress;
+    auto *stress_cmd = command("stress",
+                               "MAP/PIN/UNMAP loop over many sizes, a pipelined full ring, "
+                               "event waits and cancels",
+                               [&] { return run_stress(global, stress); });
+    stress_cmd->add_option("--iterations", stress.iterations, "MAP/UNMAP rounds");
+    stress_cmd->add_option("--max-pages", stress.max_pages, "largest MAP")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
+
+    GpuOptions gpu;
+    auto gpu_options = [&](CLI::App *sub) {
+        sub->add_option("--node", gpu.node, "GPU node (default: the first with GPU cores)")
+            ->check(CLI::Range(0u, 63u));
+        sub->add_option("--elements", gpu.elements, "elements per buffer")
+            ->check(CLI::Range(1u, 1u << 22));
+    };
+    gpu_options(command("vecadd", "c = a + b on the GPU (built-in vector_add)",
+                        [&] { return run_vecadd(global, gpu); }));
+    auto *saxpy = command("saxpy", "y = a * x + y on the GPU (built-in saxpy)",
+                          [&] { return run_saxpy(global, gpu); });
+    gpu_options(saxpy);
+    saxpy->add_option("--a", gpu.a, "the scalar");
+    auto *fill =
+        command("fill-checksum", "fill a buffer, then checksum it (a barrier bit orders the two)",
+                [&] { return run_fill_checksum(global, gpu); });
+    gpu_options(fill);
+    fill->add_option("--value", gpu.value, "fill value");
+    auto *chain = command("barrier-chain",
+                          "fill, then copies chained by barrier-AND packets, a barrier-OR at "
+                          "the end",
+                          [&] { return run_barrier_chain(global, gpu); });
+    gpu_options(chain);
+    chain->add_option("--links", gpu.links, "copies in the chain")->check(CLI::Range(1u, 16u));
+    chain->add_option("--value", gpu.value, "fill value");
+    gpu_options(command("fault",
+                        "a kernel reads far out of bounds: GPU_FAULT, the queue's error event, "
+                        "QUEUE_DESTROY of the stopped queue",
+                        [&] { return run_fault(global, gpu); }));
+
+    HostileOptions hostile;
+    auto *hostile_cmd = command("hostile", "a guest that breaks the rules on purpose",
+                                [&] { return run_hostile(global, hostile); });
+    hostile_cmd->add_option("--mode", hostile.mode, "what to break")
+        ->required()
+        ->check(CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
+                               "doorbell-garbage", "hello-again", "notify-scribble"}));
+    hostile_cmd->add_option("--count", hostile.count, "garbage: requests to send");
+    hostile_cmd->add_option("--seed", hostile.seed, "random seed");
+
     CLI11_PARSE(app, argc, argv);
-    if (*loop) {
-        return xenhsa::frontend::cli::run_loopback(loopback);
+    spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
+    for (auto &[sub, run] : commands) {
+        if (*sub) {
+            if (sub != loop && global.sim_dir.empty() && !global.xen) {
+                spdlog::error("{} needs a platform: --sim-dir DIR or --xen", sub->get_name());
+                return 2;
+            }
+            return run();
+        }
     }
     return 2;
 }

@@ -20,6 +20,8 @@ public:
     FrontRing(std::span<std::byte> pages, uint32_t order);
 
     [[nodiscard]] uint32_t slots() const noexcept { return slots_; }
+    // The request producer index published last.
+    [[nodiscard]] uint32_t published() const noexcept { return req_published_; }
     // Requests pushed whose responses have not been popped yet.
     [[nodiscard]] uint32_t outstanding() const noexcept { return req_prod_pvt_ - rsp_cons_; }
 

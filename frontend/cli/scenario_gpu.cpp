@@ -1,0 +1,397 @@
+// GPU scenarios: AQL dispatches of the software agent's built-in kernels
+// (hsa-bridge/include/xenhsa/hsa/builtin_kernels.h) from guest memory.
+#include "harness.hpp"
+#include "scenarios.hpp"
+
+#include <xenhsa/hsa/builtin_kernels.h>
+#include <xenhsa/frontend/aql_queue.hpp>
+#include <xenhsa/frontend/errors.hpp>
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace xenhsa::frontend::cli {
+
+namespace {
+
+using namespace std::chrono_literals;
+constexpr uint16_t kWorkgroup = 64;
+
+// A queue and one arena of GPU-reachable guest memory, set up and torn down with checks.
+class GpuRig {
+public:
+    GpuRig(Harness &h, Report &report) : h_(h), report_(report) {}
+
+    bool setup(std::size_t arena_bytes, uint32_t node, Handle error_event = 0)
+    {
+        Client &client = h_.client();
+        const std::size_t pages = (arena_bytes + XENHSA_PAGE_SIZE - 1) / XENHSA_PAGE_SIZE + 1;
+        auto memory = aql::GpuMemory::create(client, pages, node);
+        if (!report_.check("gpu-memory", memory, fmt::format("pages={}", pages))) {
+            return false;
+        }
+        memory_ = std::move(memory.value());
+        aql::QueueOptions q;
+        q.node = node;
+        q.packets = 64;
+        q.error_event = error_event;
+        auto queue = aql::AqlQueue::create(client, q);
+        if (!report_.check("queue-create", queue)) {
+            return false;
+        }
+        queue_ = std::move(queue.value());
+        report_.info(fmt::format("queue handle={:#x} doorbell={} ring={:#x} arena={:#x}+{:#x}",
+                                 queue_.handle(), queue_.doorbell_index(), queue_.ring_va(),
+                                 memory_.va(), memory_.size()));
+        return true;
+    }
+
+    // The built-in `name`, checked against the kernarg size the header gives.
+    std::optional<xenhsa_kernel_info> kernel(const char *name, std::size_t kernarg_size)
+    {
+        auto found = h_.client().find_kernel(name);
+        if (!report_.check(fmt::format("kernel-{}", name), found && found.value().has_value(),
+                           found ? "" : describe(found.error()))) {
+            return std::nullopt;
+        }
+        const xenhsa_kernel_info info = *found.value();
+        if (!report_.check(fmt::format("kernel-{}-kernarg-size", name),
+                           info.kernarg_size == kernarg_size,
+                           fmt::format("{} != {}", info.kernarg_size, kernarg_size))) {
+            return std::nullopt;
+        }
+        return info;
+    }
+
+    template <class T>
+    T *carve(std::size_t count)
+    {
+        auto p = memory_.carve_array<T>(count);
+        return p ? p.value() : nullptr;
+    }
+
+    amd_signal_t *signal(int64_t value)
+    {
+        auto *s = carve<amd_signal_t>(1);
+        if (s != nullptr) {
+            aql::signal_init(*s, value);
+        }
+        return s;
+    }
+
+    aql::DispatchSpec dispatch_spec(const xenhsa_kernel_info &k, const void *kernarg,
+                                    uint64_t items, const amd_signal_t *done) const
+    {
+        aql::DispatchSpec spec;
+        spec.kernel_object = k.kernel_object;
+        spec.kernarg_address = reinterpret_cast<uintptr_t>(kernarg);
+        spec.completion_signal = done != nullptr ? aql::signal_handle(*done) : 0;
+        spec.grid[0] = static_cast<uint32_t>((items + kWorkgroup - 1) / kWorkgroup * kWorkgroup);
+        spec.workgroup[0] = kWorkgroup;
+        spec.private_segment_size = k.private_segment_size;
+        spec.group_segment_size = k.group_segment_size;
+        return spec;
+    }
+
+    bool submit(std::string_view what, const aql::DispatchSpec &spec)
+    {
+        return report_.check(fmt::format("dispatch-{}", what), queue_.dispatch(spec, h_.timeout()));
+    }
+
+    bool wait(std::string_view what, const amd_signal_t &done)
+    {
+        auto v = aql::signal_wait(done, HSA_SIGNAL_CONDITION_LT, 1, h_.timeout());
+        return report_.check(fmt::format("complete-{}", what), v);
+    }
+
+    aql::AqlQueue &queue() { return queue_; }
+
+    // `live_after`: handles the scenario still holds itself.
+    void teardown(std::size_t live_after = 0)
+    {
+        if (queue_.handle() != 0) {
+            report_.check("queue-destroy", queue_.destroy());
+        }
+        if (memory_.size() != 0) {
+            report_.check("gpu-memory-release", memory_.release(h_.client()));
+        }
+        report_.check("handles-released", h_.client().live_handles() == live_after,
+                      fmt::format("live={}", h_.client().live_handles()));
+    }
+
+private:
+    Harness &h_;
+    Report &report_;
+    aql::GpuMemory memory_;
+    aql::AqlQueue queue_;
+};
+
+// HELLO with the GPU feature granted, and the node to run on.
+std::optional<uint32_t> open_gpu(Harness &h, Report &report, const GpuOptions &gpu)
+{
+    if (!h.open() || !h.require(XENHSA_FEATURE_GPU, "gpu")) {
+        return std::nullopt;
+    }
+    if (gpu.node) {
+        return gpu.node;
+    }
+    auto found = aql::find_gpu_node(h.client());
+    if (!report.check("gpu-node", found && found.value().has_value(),
+                      found ? "no node with GPU cores" : describe(found.error()))) {
+        return std::nullopt;
+    }
+    report.info(fmt::format("gpu-node={}", *found.value()));
+    return found.value();
+}
+
+}  // namespace
+
+int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("vecadd");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu);
+    if (!node) {
+        return report.finish();
+    }
+    GpuRig rig(h, report);
+    const uint32_t n = gpu.elements;
+    if (rig.setup(3 * std::size_t{n} * sizeof(float) + 1024, *node)) {
+        auto kernel = rig.kernel(XENHSA_KERNEL_NAME_VECTOR_ADD, sizeof(xenhsa_kernarg_vector_add));
+        float *a = rig.carve<float>(n);
+        float *b = rig.carve<float>(n);
+        float *c = rig.carve<float>(n);
+        auto *args = rig.carve<xenhsa_kernarg_vector_add>(1);
+        amd_signal_t *done = rig.signal(1);
+        if (kernel && a && b && c && args && done) {
+            for (uint32_t i = 0; i < n; ++i) {
+                a[i] = static_cast<float>(i);
+                b[i] = static_cast<float>(2 * i);
+                c[i] = -1.0f;
+            }
+            *args = {reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(b),
+                     reinterpret_cast<uintptr_t>(c), n};
+            if (rig.submit("vector_add", rig.dispatch_spec(*kernel, args, n, done)) &&
+                rig.wait("vector_add", *done)) {
+                uint32_t wrong = 0;
+                for (uint32_t i = 0; i < n; ++i) {
+                    wrong += c[i] == static_cast<float>(3 * i) ? 0 : 1;
+                }
+                report.check("result", wrong == 0, fmt::format("n={} wrong={}", n, wrong));
+            }
+        }
+    }
+    rig.teardown();
+    return report.finish();
+}
+
+int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("saxpy");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu);
+    if (!node) {
+        return report.finish();
+    }
+    GpuRig rig(h, report);
+    const uint32_t n = gpu.elements;
+    if (rig.setup(2 * std::size_t{n} * sizeof(float) + 1024, *node)) {
+        auto kernel = rig.kernel(XENHSA_KERNEL_NAME_SAXPY, sizeof(xenhsa_kernarg_saxpy));
+        float *x = rig.carve<float>(n);
+        float *y = rig.carve<float>(n);
+        auto *args = rig.carve<xenhsa_kernarg_saxpy>(1);
+        amd_signal_t *done = rig.signal(1);
+        if (kernel && x && y && args && done) {
+            std::vector<float> expect(n);
+            for (uint32_t i = 0; i < n; ++i) {
+                x[i] = static_cast<float>(i % 1000) * 0.5f;
+                y[i] = 1.0f + static_cast<float>(i % 7);
+                // Not fused, as the kernel computes it: round the product first.
+                volatile float product = gpu.a * x[i];
+                expect[i] = product + y[i];
+            }
+            *args = {reinterpret_cast<uintptr_t>(x), reinterpret_cast<uintptr_t>(y), n, gpu.a, 0};
+            if (rig.submit("saxpy", rig.dispatch_spec(*kernel, args, n, done)) &&
+                rig.wait("saxpy", *done)) {
+                uint32_t wrong = 0;
+                for (uint32_t i = 0; i < n; ++i) {
+                    wrong += std::memcmp(&y[i], &expect[i], sizeof(float)) == 0 ? 0 : 1;
+                }
+                report.check("result", wrong == 0,
+                             fmt::format("n={} a={} wrong={}", n, gpu.a, wrong));
+            }
+        }
+    }
+    rig.teardown();
+    return report.finish();
+}
+
+int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("fill-checksum");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu);
+    if (!node) {
+        return report.finish();
+    }
+    GpuRig rig(h, report);
+    const uint32_t n = gpu.elements;
+    if (rig.setup(std::size_t{n} * sizeof(uint32_t) + 1024, *node)) {
+        auto fill = rig.kernel(XENHSA_KERNEL_NAME_FILL, sizeof(xenhsa_kernarg_fill));
+        auto sum = rig.kernel(XENHSA_KERNEL_NAME_CHECKSUM, sizeof(xenhsa_kernarg_checksum));
+        uint32_t *words = rig.carve<uint32_t>(n);
+        uint64_t *result = rig.carve<uint64_t>(1);
+        auto *fill_args = rig.carve<xenhsa_kernarg_fill>(1);
+        auto *sum_args = rig.carve<xenhsa_kernarg_checksum>(1);
+        amd_signal_t *filled = rig.signal(1);
+        amd_signal_t *summed = rig.signal(1);
+        if (fill && sum && words && result && fill_args && sum_args && filled && summed) {
+            *fill_args = {reinterpret_cast<uintptr_t>(words), n, gpu.value, 0};
+            *sum_args = {reinterpret_cast<uintptr_t>(words), n,
+                         reinterpret_cast<uintptr_t>(result)};
+            *result = 0;
+            // The checksum's barrier bit orders it after the fill on the same queue.
+            auto second = rig.dispatch_spec(*sum, sum_args, n, summed);
+            second.barrier = true;
+            if (rig.submit("fill", rig.dispatch_spec(*fill, fill_args, n, filled)) &&
+                rig.submit("checksum", second) && rig.wait("fill", *filled) &&
+                rig.wait("checksum", *summed)) {
+                uint32_t wrong = 0;
+                for (uint32_t i = 0; i < n; ++i) {
+                    wrong += words[i] == gpu.value ? 0 : 1;
+                }
+                report.check("fill-result", wrong == 0, fmt::format("wrong={}", wrong));
+                const uint64_t expect = uint64_t{n} * gpu.value;
+                const uint64_t got = __atomic_load_n(result, __ATOMIC_ACQUIRE);
+                report.check("checksum-result", got == expect,
+                             fmt::format("got={:#x} expect={:#x}", got, expect));
+            }
+        }
+    }
+    rig.teardown();
+    return report.finish();
+}
+
+int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("barrier-chain");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu);
+    if (!node) {
+        return report.finish();
+    }
+    GpuRig rig(h, report);
+    const uint32_t links = std::clamp<uint32_t>(gpu.links, 1, 16);
+    const uint32_t n = std::min<uint32_t>(gpu.elements, 4096);
+    if (rig.setup((links + 1) * std::size_t{n} * 4 + 64 * 4 * (links + 2) + 4096, *node)) {
+        auto fill = rig.kernel(XENHSA_KERNEL_NAME_FILL, sizeof(xenhsa_kernarg_fill));
+        auto copy = rig.kernel(XENHSA_KERNEL_NAME_COPY, sizeof(xenhsa_kernarg_copy));
+        std::vector<uint32_t *> bufs;
+        std::vector<amd_signal_t *> done;
+        bool carved = fill && copy;
+        for (uint32_t i = 0; carved && i <= links; ++i) {
+            bufs.push_back(rig.carve<uint32_t>(n));
+            done.push_back(rig.signal(1));
+            carved = bufs.back() != nullptr && done.back() != nullptr;
+        }
+        amd_signal_t *all_done = carved ? rig.signal(1) : nullptr;
+        auto *fill_args = carved ? rig.carve<xenhsa_kernarg_fill>(1) : nullptr;
+        auto *copy_args = carved ? rig.carve<xenhsa_kernarg_copy>(links) : nullptr;
+        if (carved && all_done && fill_args && copy_args) {
+            *fill_args = {reinterpret_cast<uintptr_t>(bufs[0]), n, gpu.value, 0};
+            bool ok = rig.submit("fill", rig.dispatch_spec(*fill, fill_args, n, done[0]));
+            for (uint32_t k = 0; ok && k < links; ++k) {
+                // A barrier-AND waits for the previous link's signal before the next copy.
+                aql::BarrierSpec barrier;
+                barrier.deps[0] = aql::signal_handle(*done[k]);
+                ok = report.check(fmt::format("barrier-and-{}", k),
+                                  rig.queue().barrier_and(barrier, h.timeout()));
+                copy_args[k] = {reinterpret_cast<uintptr_t>(bufs[k + 1]),
+                                reinterpret_cast<uintptr_t>(bufs[k]), std::size_t{n} * 4};
+                ok = ok && rig.submit(fmt::format("copy-{}", k),
+                                      rig.dispatch_spec(*copy, &copy_args[k], std::size_t{n} * 4,
+                                                        done[k + 1]));
+            }
+            if (ok) {
+                // A barrier-OR on the last two signals completes once the chain is done.
+                aql::BarrierSpec any;
+                any.deps[0] = aql::signal_handle(*done[links]);
+                any.deps[1] = aql::signal_handle(*done[links - 1]);
+                any.completion_signal = aql::signal_handle(*all_done);
+                ok = report.check("barrier-or", rig.queue().barrier_or(any, h.timeout())) &&
+                     rig.wait("barrier-or", *all_done) && rig.wait("chain", *done[links]);
+            }
+            if (ok) {
+                uint32_t pending = 0;
+                for (amd_signal_t *s : done) {
+                    pending += aql::signal_load(*s) == 0 ? 0 : 1;
+                }
+                report.check("all-links-signalled", pending == 0,
+                             fmt::format("pending={}", pending));
+                uint32_t wrong = 0;
+                for (uint32_t i = 0; i < n; ++i) {
+                    wrong += bufs[links][i] == gpu.value ? 0 : 1;
+                }
+                report.check("chain-result", wrong == 0,
+                             fmt::format("links={} n={} wrong={}", links, n, wrong));
+            }
+        }
+    }
+    rig.teardown();
+    return report.finish();
+}
+
+int run_fault(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("fault");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu);
+    if (!node) {
+        return report.finish();
+    }
+    Client &client = h.client();
+    auto error_event = client.event_create(XENHSA_EVENT_SIGNAL, *node, XENHSA_EVENT_MANUAL_RESET);
+    if (!report.check("error-event-create", error_event)) {
+        return report.finish();
+    }
+    const Handle event = error_event.value().handle;
+    GpuRig rig(h, report);
+    if (rig.setup(4096, *node, event)) {
+        auto oob = rig.kernel(XENHSA_KERNEL_NAME_OOB_READ, sizeof(xenhsa_kernarg_oob_read));
+        uint32_t *src = rig.carve<uint32_t>(16);
+        uint32_t *dst = rig.carve<uint32_t>(1);
+        auto *args = rig.carve<xenhsa_kernarg_oob_read>(1);
+        amd_signal_t *done = rig.signal(1);
+        if (oob && src && dst && args && done) {
+            // 1 GiB past src: inside the window, but nothing the GPU may reach.
+            const uint64_t index = (1ull << 30) / 4;
+            const uint64_t bad = reinterpret_cast<uintptr_t>(src) + index * 4;
+            *args = {reinterpret_cast<uintptr_t>(src), index, reinterpret_cast<uintptr_t>(dst)};
+            report.info(fmt::format("faulting-address={:#x}", bad));
+            if (rig.submit("oob_read", rig.dispatch_spec(*oob, args, 1, done))) {
+                auto notice = client.wait_notification(XENHSA_NOTIFY_GPU_FAULT,
+                                                       rig.queue().handle(), h.timeout());
+                if (report.check("gpu-fault-notified", notice)) {
+                    // The exact address, or the page it lies in.
+                    const uint64_t got = notice.value().arg0;
+                    report.check("gpu-fault-address", got == bad || got == (bad & ~uint64_t{4095}),
+                                 fmt::format("reported={:#x}", got));
+                }
+                report.check("client-knows-faulted", client.faulted(rig.queue().handle()));
+                auto fired = client.event_wait(std::span(&event, 1), false, h.options().timeout_ms);
+                report.check("error-event-signalled", fired && fired.value() == 1u,
+                             fired ? "" : describe(fired.error()));
+            }
+        }
+    }
+    rig.teardown(1);  // QUEUE_DESTROY must succeed on a stopped queue (10.2.1)
+    report.check("error-event-destroy", client.event_destroy(event));
+    report.check("backend-alive", h.device().check_backend());
+    return report.finish();
+}
+
+}  // namespace xenhsa::frontend::cli

@@ -1,0 +1,72 @@
+// The scenarios of xenhsa-guest over a real (or simulated) backend. Each prints check
+// lines and a summary (report.hpp) and returns the exit code: 0 iff every check held.
+#ifndef XENHSA_FRONTEND_CLI_SCENARIOS_HPP
+#define XENHSA_FRONTEND_CLI_SCENARIOS_HPP
+
+#include "options.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace xenhsa::frontend::cli {
+
+// Handshake, HELLO, QUERY, a small MAP/PIN/UNPIN/UNMAP, close.
+int run_selftest(const GlobalOptions &options);
+
+struct ReconnectOptions {
+    uint32_t rounds = 2;
+    bool wait_for_backend_death = false;  // each round: wait until the backend goes away
+};
+// Rounds of: a small session, then GuestDevice::reconnect() (new pages, new port).
+int run_reconnect(const GlobalOptions &options, const ReconnectOptions &reconnect);
+
+struct MapOptions {
+    uint32_t pages = 16;
+    bool hold = false;  // keep the mapping until SIGTERM/SIGINT
+    bool read_only = false;
+};
+int run_map(const GlobalOptions &options, const MapOptions &map);
+
+struct LendOptions {
+    uint32_t pages = 4;
+    bool writable = true;
+};
+int run_lend(const GlobalOptions &options, const LendOptions &lend);
+
+struct RevokeOptions {
+    uint32_t pages = 4;
+    uint32_t wait_ms = 60000;  // for the REVOKED notification
+};
+int run_revoke(const GlobalOptions &options, const RevokeOptions &revoke);
+
+struct StressOptions {
+    uint32_t iterations = 20;
+    uint32_t max_pages = 3000;
+};
+int run_stress(const GlobalOptions &options, const StressOptions &stress);
+
+struct GpuOptions {
+    std::optional<uint32_t> node;  // default: the first node with GPU cores
+    uint32_t elements = 4096;      // vecadd, saxpy, fill-checksum
+    float a = 2.5f;                // saxpy
+    uint32_t value = 0x01020304;   // fill-checksum, barrier-chain
+    uint32_t links = 4;            // barrier-chain
+};
+int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu);
+int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu);
+int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu);
+int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu);
+int run_fault(const GlobalOptions &options, const GpuOptions &gpu);
+
+struct HostileOptions {
+    std::string mode;  // overflow, garbage, forged-handle, bad-grefs, va-outside,
+                       // doorbell-garbage, hello-again
+    uint32_t count = 200;
+    uint32_t seed = 1;
+};
+int run_hostile(const GlobalOptions &options, const HostileOptions &hostile);
+
+}  // namespace xenhsa::frontend::cli
+
+#endif
