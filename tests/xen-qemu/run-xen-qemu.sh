@@ -16,7 +16,7 @@
 #   --domu-test PATH  program run in the domU as `PATH DOMU_ARGS`; it must
 #                     exit 0 as well
 #   --dom0-args/--domu-args  argument strings (default "map" / "offer")
-#   --timeout S       hard limit for the QEMU run (default 420)
+#   --timeout S       hard limit for the QEMU run (default 600)
 #
 # Exit status: 0 pass, 1 fail, 77 prerequisite missing and not installable
 # (ctest SKIP_RETURN_CODE; set XENHSA_XEN_QEMU_NO_SKIP=1 to turn it into 1).
@@ -32,7 +32,7 @@ dom0_test=""
 domu_test=""
 dom0_args="map"
 domu_args="offer"
-timeout_s=420
+timeout_s=600
 
 msg() { echo "run-xen-qemu: $*"; }
 die() { echo "run-xen-qemu: ERROR: $*" >&2; exit 1; }
@@ -379,8 +379,16 @@ set -e
 qpid=""
 elapsed=$((SECONDS - t_boot))
 
+# On a pass: the init script's steps and the tests' verdicts (the full exchange between
+# dom0 and the domU, "XENHSA-DOM0: > cmd" / "domU| XENHSA-PEER: cmd -> reply", stays in
+# the serial log).
 summary() {
-    grep -aE 'XENHSA-(DOM0|PEER|INIT|DOMU)' "$log" || true
+    grep -aE 'XENHSA-(INIT|DOMU-EXIT)|^\[ *(OK|PASSED|FAILED|SKIPPED) *\]' "$log" || true
+    msg "some of the domU's grant and event commands (all in the serial log):"
+    local c
+    for c in share map probe-write notify wait-event; do
+        grep -aE "XENHSA-PEER: $c " "$log" | head -n 2 || true
+    done
 }
 case $rc in
     33)

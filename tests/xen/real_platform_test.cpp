@@ -1,13 +1,12 @@
 // The libxen* adapters. Most tests run without Xen: opening fails cleanly, argument
 // validation happens before any library call (checked on handle-less "detached"
 // components, which would crash if they reached the library), and Domains is exercised
-// over a fake Store. The RealXen tests need /dev/xen/gntdev and skip elsewhere.
+// over a fake Store. What needs Xen is in tests/xen/semantics (the xen-qemu tier).
 #include <gtest/gtest.h>
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
 #include <dirent.h>
-#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -213,6 +212,20 @@ TEST(RealGrantSharer, ZeroOrHugePageCountsAreEinval)
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 1, .writable = true})), EBADF);
 }
 
+TEST(RealGrantSharer, FixedAddressIsValidatedAndTheReservationKept)
+{
+    auto s = real::testing::detached_grant_sharer();
+    Reservation res(4);
+    ASSERT_NE(res.base, nullptr);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = 1, .writable = true, .at = res.base + 1})), EINVAL);
+    // The range must not wrap around the address space.
+    auto *top = reinterpret_cast<std::byte *>(UINTPTR_MAX - kPage + 1);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = 2, .writable = true, .at = top})), EINVAL);
+    EXPECT_EQ(err(s->share({.peer = 1, .pages = 2, .writable = true, .at = res.base + kPage})),
+              EBADF);
+    EXPECT_TRUE(reserved_prot_none(res.base, res.len));
+}
+
 TEST(RealForeignMemory, EmptyGfnListIsEinval)
 {
     auto f = real::testing::detached_foreign_memory();
@@ -384,84 +397,6 @@ TEST(RealDomains, WithoutPrivcmdDomctlFallsBackToXenstore)
         EXPECT_EQ(f.store->reads.back(), "/local/domain/8");
     }
     EXPECT_EQ(open_fds(), fds);
-}
-
-// ---- Real Xen tier (needs /dev/xen/gntdev; skipped elsewhere) -------------------------
-
-class RealXen : public ::testing::Test {
-protected:
-    void SetUp() override
-    {
-        if (!have("/dev/xen/gntdev")) {
-            GTEST_SKIP() << "needs Xen (/dev/xen/gntdev)";
-        }
-        real::RealOptions opts;
-        opts.want_domctl = false;
-        auto p = real::open_real_platform(opts);
-        ASSERT_TRUE(p) << p.error().message();
-        platform_ = std::move(p.value());
-    }
-    x::Platform platform_;
-};
-
-TEST_F(RealXen, SelfMatchesTheStore)
-{
-    auto domid = platform_.store->read(x::kNoTx, "domid");
-    ASSERT_TRUE(domid);
-    EXPECT_EQ(std::to_string(platform_.domains->self()), domid.value());
-}
-
-TEST_F(RealXen, FailedFixedMapLeavesTheReservationIntact)
-{
-    Reservation res(4);
-    ASSERT_NE(res.base, nullptr);
-    const std::array<x::GrantRef, 2> refs{0xFFFFFFF0u, 0xFFFFFFF1u};  // no such grants
-    std::array<int, 2> status{-1, -1};
-    x::GrantMapSpec spec{.domid = platform_.domains->self(), .refs = refs, .writable = false,
-                         .at = res.base + kPage};
-    auto r = platform_.grants->map(spec, status);
-    ASSERT_FALSE(r);
-    EXPECT_EQ(status[0], r.error().value());
-    EXPECT_EQ(status[1], r.error().value());
-    EXPECT_TRUE(reserved_prot_none(res.base, res.len));
-}
-
-TEST_F(RealXen, SharedPageMapsAtAFixedAddressAndUnmapsBackToTheReservation)
-{
-    const x::DomId self = platform_.domains->self();
-    auto shared = platform_.sharer->share({.peer = self, .pages = 2, .writable = true});
-    ASSERT_TRUE(shared) << shared.error().message();
-    shared.value().data()[kPage + 5] = std::byte{0x5A};
-
-    Reservation res(4);
-    ASSERT_NE(res.base, nullptr);
-    {
-        x::GrantMapSpec spec{.domid = self, .refs = shared.value().refs(), .writable = true,
-                             .at = res.base + kPage};
-        auto m = platform_.grants->map(spec);
-        ASSERT_TRUE(m) << m.error().message();
-        EXPECT_EQ(m.value().data(), res.base + kPage);
-        EXPECT_EQ(m.value().data()[kPage + 5], std::byte{0x5A});
-    }
-    EXPECT_TRUE(reserved_prot_none(res.base, res.len));
-    EXPECT_TRUE(shared.value().end_access());
-}
-
-TEST_F(RealXen, LoopbackEventChannelDeliversOnce)
-{
-    const x::DomId self = platform_.domains->self();
-    auto unbound = platform_.events->bind_unbound(self);
-    ASSERT_TRUE(unbound) << unbound.error().message();
-    auto bound = platform_.events->bind_interdomain(self, unbound.value().port());
-    ASSERT_TRUE(bound) << bound.error().message();
-    ASSERT_TRUE(platform_.events->notify(bound.value().port()));
-    pollfd pfd{platform_.events->fd(), POLLIN, 0};
-    ASSERT_EQ(::poll(&pfd, 1, 5000), 1);
-    auto port = platform_.events->pending();
-    ASSERT_TRUE(port);
-    EXPECT_EQ(port.value(), std::optional<x::Port>(unbound.value().port()));
-    EXPECT_EQ(platform_.events->pending().value(), std::nullopt);  // does not block
-    EXPECT_TRUE(platform_.events->unmask(unbound.value().port()));
 }
 
 }  // namespace

@@ -1,56 +1,282 @@
-// GrantSharer over libxengntshr (gntalloc on Linux).
+// GrantSharer over libxengntshr and the gntalloc ioctls (Linux).
 //
-// Difference from the simulated hypervisor — end_access() cannot observe EBUSY here.
-// gntalloc has no way to ask whether the peer still maps a page, and libxengntshr offers
-// only share and unshare. On Linux, xengntshr_share_pages() already issues
-// IOCTL_GNTALLOC_DEALLOC_GREF right after mmap(), so xengntshr_unshare() is a munmap()
-// after which the kernel ends foreign access itself; while the peer still maps a page the
-// kernel keeps the page and the grant alive (deferred until the peer unmaps) and never
-// reuses the memory. So unsharing is always memory-safe, and end_access() always succeeds
-// — but it does not *withdraw* access: a peer that keeps its mapping keeps seeing the
-// pages (their last contents) until it unmaps. Revoking a buffer lent to a guest is
-// therefore cooperative on Xen 4.17 through libxengntshr; only the simulated hypervisor
-// can report EBUSY.
+// Sharing anywhere: xengntshr_share_pages(). Sharing at a fixed address (ShareSpec::at):
+// what libxengntshr does (IOCTL_GNTALLOC_ALLOC_GREF, mmap() at the returned index, then
+// IOCTL_GNTALLOC_DEALLOC_GREF so that the unmap frees the grants), but with the mmap()
+// placed MAP_FIXED inside the caller's PROT_NONE reservation; release puts PROT_NONE back.
+//
+// end_access() and EBUSY. gntalloc cannot tell whether the peer still maps a page, and
+// ending access is done by the kernel when the pages are unmapped (deferred while the
+// peer maps them: the memory is never reused meanwhile). So the in-use state is read from
+// this domain's own grant table: GNTTABOP_query_size and GNTTABOP_setup_table(DOMID_SELF)
+// (privcmd hypercall, arguments in a /dev/xen/hypercall buffer) give the table's frames,
+// which are mapped read-only with libxenforeignmemory (DOMID_SELF: Xen refuses a domain
+// naming itself by id as a foreign domain), and each entry's GTF_reading / GTF_writing,
+// which Xen sets while a peer maps it, decides EBUSY. XENMEM_acquire_resource would be
+// simpler but Xen only grants it on another domain.
+//
+// Limits, where the platform cannot do better:
+// * The check and the unmap that ends the grants are not atomic: a peer that maps a page
+//   between the two keeps it (the kernel defers ending access until it unmaps). That is
+//   memory-safe, and end_access() is used after the peer was asked to unmap.
+// * Where the table cannot be read, end_access() always succeeds, as gntalloc alone
+//   would: without privcmd (not root, no xen-privcmd module); in an unprivileged domU,
+//   including a driver domain (Linux restricts privcmd there to the domain it is a device
+//   model for, so the hypercall fails with EPERM; seen on Debian's 6.1 kernel); in an
+//   HVM/PVH domain (the table frames are not machine frames); with grant table v2.
+// * revoke() is cooperative on Xen 4.17 (no forced revoke of a grant): the pages are
+//   scrubbed, the grants end when the peer unmaps.
+#include <xenhsa/xen/public_headers.hpp>
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
 
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <set>
 #include <vector>
 
 extern "C" {
+#include <xenforeignmemory.h>
 #include <xengnttab.h>
+#include <xen/sys/gntalloc.h>
+#include <xen/sys/privcmd.h>
 }
 
 namespace xenhsa::xen::real {
 
 namespace {
 
+using detail::kPageSize;
+
 struct GntshrClose {
     void operator()(xengntshr_handle *h) const noexcept { xengntshr_close(h); }
 };
 using GntshrHandle = std::unique_ptr<xengntshr_handle, GntshrClose>;
 
+struct FmemClose {
+    void operator()(xenforeignmemory_handle *h) const noexcept { xenforeignmemory_close(h); }
+};
+using FmemHandle = std::unique_ptr<xenforeignmemory_handle, FmemClose>;
+
+class Fd {
+public:
+    explicit Fd(int fd = -1) noexcept : fd_(fd) {}
+    Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+    Fd &operator=(Fd &&) = delete;
+    Fd(const Fd &) = delete;
+    Fd &operator=(const Fd &) = delete;
+    ~Fd()
+    {
+        if (fd_ >= 0) {
+            ::close(fd_);
+        }
+    }
+    [[nodiscard]] int get() const noexcept { return fd_; }
+
+private:
+    int fd_;
+};
+
+// Xen's public headers hide GNTTABOP_get_version from the legacy interface version that
+// public_headers.hpp uses; the ABI is fixed (xen/include/public/grant_table.h).
+constexpr unsigned int kGnttabOpGetVersion = 10;
+struct GnttabGetVersion {
+    domid_t dom;
+    uint16_t pad;
+    uint32_t version;
+};
+
+constexpr std::size_t kGrefsOffset = offsetof(ioctl_gntalloc_alloc_gref, gref_ids);
+constexpr std::size_t kEntriesPerFrame = kPageSize / sizeof(grant_entry_v1_t);
+
+// See grant_mapper.cpp: puts the caller's PROT_NONE reservation back over [at, at + len)
+// in one step (no hole another thread's mmap() could land in).
+void rereserve(std::byte *at, std::size_t len) noexcept
+{
+    void *p = ::mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (p == MAP_FAILED) {
+        detail::fatal("grant share: cannot restore the PROT_NONE reservation", errno);
+    }
+}
+
+// Reads this domain's grant table (see the top of this file). One instance per sharer,
+// used by one thread at a time, like the sharer.
+class OwnGrantTable {
+public:
+    // nullptr when the table cannot be read here.
+    static std::unique_ptr<OwnGrantTable> open() noexcept
+    {
+        Fd privcmd(::open("/dev/xen/privcmd", O_RDWR | O_CLOEXEC));
+        Fd hypercall(::open("/dev/xen/hypercall", O_RDWR | O_CLOEXEC));
+        if (privcmd.get() < 0 || hypercall.get() < 0) {
+            return nullptr;
+        }
+        // Hypercall argument memory Xen can always access (what libxencall uses).
+        void *buf = ::mmap(nullptr, kPageSize, PROT_READ | PROT_WRITE, MAP_SHARED,
+                           hypercall.get(), 0);
+        if (buf == MAP_FAILED) {
+            return nullptr;
+        }
+        FmemHandle fmem(xenforeignmemory_open(detail::silent_logger(), 0));
+        std::unique_ptr<OwnGrantTable> table;
+        if (fmem) {
+            table.reset(new (std::nothrow) OwnGrantTable(std::move(privcmd), std::move(hypercall),
+                                                         static_cast<std::byte *>(buf),
+                                                         std::move(fmem)));
+        }
+        if (!table) {
+            ::munmap(buf, kPageSize);
+            return nullptr;
+        }
+        if (!table->version_is_1()) {
+            return nullptr;
+        }
+        return table;
+    }
+
+    OwnGrantTable(const OwnGrantTable &) = delete;
+    OwnGrantTable &operator=(const OwnGrantTable &) = delete;
+    ~OwnGrantTable() { ::munmap(buf_, kPageSize); }
+
+    // true when a peer maps any of `refs`; an error when the table could not be read.
+    Result<bool> any_mapped(std::span<const GrantRef> refs) noexcept
+    {
+        GrantRef max_ref = 0;
+        for (const GrantRef r : refs) {
+            max_ref = std::max(max_ref, r);
+        }
+        gnttab_query_size query{};
+        query.dom = DOMID_SELF;
+        if (auto r = grant_table_op(GNTTABOP_query_size, query); !r) {
+            return r.error();
+        }
+        if (query.status != GNTST_okay) {
+            return errno_code(EIO);
+        }
+        const std::size_t want = max_ref / kEntriesPerFrame + 1;
+        if (want > query.nr_frames || want > kMaxFrames) {
+            return errno_code(ERANGE);  // not a ref of ours
+        }
+
+        // The frame list lives in the hypercall buffer too, after the op.
+        auto *frames = reinterpret_cast<xen_pfn_t *>(buf_ + kFrameListOffset);
+        gnttab_setup_table setup{};
+        setup.dom = DOMID_SELF;
+        setup.nr_frames = static_cast<uint32_t>(want);
+        setup.frame_list = frames;  // a plain pointer in the legacy interface
+        if (auto r = grant_table_op(GNTTABOP_setup_table, setup); !r) {
+            return r.error();
+        }
+        if (setup.status != GNTST_okay) {
+            return errno_code(EIO);
+        }
+        std::array<xen_pfn_t, kMaxFrames> pfns{};
+        std::memcpy(pfns.data(), frames, want * sizeof(xen_pfn_t));
+        std::array<int, kMaxFrames> errs{};
+        void *table = xenforeignmemory_map(fmem_.get(), DOMID_SELF, PROT_READ, want, pfns.data(),
+                                           errs.data());
+        if (table == nullptr) {
+            return detail::last_error();
+        }
+        bool mapped = false;
+        bool readable = true;
+        for (std::size_t i = 0; i < want; ++i) {
+            readable = readable && errs[i] == 0;
+        }
+        if (readable) {
+            const auto *entries = static_cast<const volatile grant_entry_v1_t *>(table);
+            for (const GrantRef r : refs) {
+                const uint16_t flags = entries[r].flags;  // written by Xen: one read each
+                mapped = mapped || (flags & (GTF_reading | GTF_writing)) != 0;
+            }
+        }
+        if (xenforeignmemory_unmap(fmem_.get(), table, want) != 0) {
+            detail::fatal("xenforeignmemory_unmap of the own grant table", errno);
+        }
+        if (!readable) {
+            return errno_code(EFAULT);
+        }
+        return mapped;
+    }
+
+private:
+    static constexpr std::size_t kFrameListOffset = 256;  // after the largest op struct
+    static constexpr std::size_t kMaxFrames = (kPageSize - kFrameListOffset) / sizeof(xen_pfn_t);
+
+    OwnGrantTable(Fd privcmd, Fd hypercall, std::byte *buf, FmemHandle fmem) noexcept
+        : privcmd_(std::move(privcmd)), hypercall_(std::move(hypercall)), buf_(buf),
+          fmem_(std::move(fmem))
+    {
+    }
+
+    bool version_is_1() noexcept
+    {
+        GnttabGetVersion v{};
+        v.dom = DOMID_SELF;
+        return grant_table_op(kGnttabOpGetVersion, v) && v.version == 1;
+    }
+
+    // One grant-table op with `op` copied through the hypercall buffer and back.
+    template <class Op>
+    Result<void> grant_table_op(unsigned int cmd, Op &op) noexcept
+    {
+        static_assert(sizeof(Op) <= kFrameListOffset);
+        std::memcpy(buf_, &op, sizeof op);
+        privcmd_hypercall_t call{};
+        call.op = __HYPERVISOR_grant_table_op;
+        call.arg[0] = cmd;
+        call.arg[1] = reinterpret_cast<uintptr_t>(buf_);
+        call.arg[2] = 1;
+        int rc = 0;
+        do {
+            rc = ::ioctl(privcmd_.get(), IOCTL_PRIVCMD_HYPERCALL, &call);
+        } while (rc < 0 && errno == EINTR);
+        if (rc < 0) {
+            return detail::last_error();
+        }
+        std::memcpy(&op, buf_, sizeof op);
+        return boost::outcome_v2::success();
+    }
+
+    Fd privcmd_;
+    Fd hypercall_;
+    std::byte *buf_;
+    FmemHandle fmem_;
+};
+
 class RealGrantSharer final : public GrantSharer {
 public:
-    explicit RealGrantSharer(GntshrHandle h) noexcept : h_(std::move(h)) {}
+    RealGrantSharer(GntshrHandle h, std::unique_ptr<OwnGrantTable> table) noexcept
+        : h_(std::move(h)), table_(std::move(table))
+    {
+    }
 
     Result<SharedPages> share(const ShareSpec &spec) override
     {
-        const DomId peer = spec.peer;
         const std::size_t pages = spec.pages;
-        if (spec.at != nullptr) {
-            return errno_code(EOPNOTSUPP); // fixed-address sharing: gntalloc mmap, to come
-        }
         // The C API counts pages in an int (and unshares with a uint32_t).
         if (pages == 0 || pages > static_cast<std::size_t>(std::numeric_limits<int>::max()) /
-                                      detail::kPageSize ||
-            peer == kDomIdInvalid) {
+                                      kPageSize ||
+            spec.peer == kDomIdInvalid) {
             return errno_code(EINVAL);
+        }
+        if (spec.at != nullptr) {
+            const auto at = reinterpret_cast<uintptr_t>(spec.at);
+            if (at % kPageSize != 0 || at > std::numeric_limits<uintptr_t>::max() - pages * kPageSize) {
+                return errno_code(EINVAL);
+            }
         }
         if (!h_) {
             return errno_code(EBADF);
@@ -61,8 +287,11 @@ public:
         } catch (const std::bad_alloc &) {
             return errno_code(ENOMEM);
         }
+        if (spec.at != nullptr) {
+            return share_fixed(spec, std::move(refs));
+        }
         // gntalloc hands out zeroed pages.
-        void *p = xengntshr_share_pages(h_.get(), peer, static_cast<int>(pages), refs.data(),
+        void *p = xengntshr_share_pages(h_.get(), spec.peer, static_cast<int>(pages), refs.data(),
                                         spec.writable ? 1 : 0);
         if (p == nullptr) {
             return detail::last_error();
@@ -71,15 +300,29 @@ public:
     }
 
 protected:
-    // See the top of this file: nothing to observe, the kernel defers freeing.
-    Result<void> end_access(std::byte * /*addr*/,
-                            std::span<const GrantRef> /*refs*/) noexcept override
+    Result<void> end_access(std::byte * /*addr*/, std::span<const GrantRef> refs) noexcept override
     {
-        return boost::outcome_v2::success();
+        if (!table_) {
+            return boost::outcome_v2::success();  // cannot tell: see the top of this file
+        }
+        auto mapped = table_->any_mapped(refs);
+        if (mapped && mapped.value()) {
+            return errno_code(EBUSY);
+        }
+        return boost::outcome_v2::success();  // not mapped, or cannot tell
     }
 
     void release(std::byte *addr, std::span<const GrantRef> refs) noexcept override
     {
+        const std::size_t len = refs.size() * kPageSize;
+        if (auto it = fixed_.find(addr); it != fixed_.end()) {
+            fixed_.erase(it);
+            // Replacing the gntalloc mapping unmaps it; the grants were already handed to
+            // the kernel (DEALLOC at share time), which ends them now or, while the peer
+            // maps a page, when it unmaps.
+            rereserve(addr, len);
+            return;
+        }
         if (xengntshr_unshare(h_.get(), addr, static_cast<uint32_t>(refs.size())) != 0) {
             detail::fatal("xengntshr_unshare", errno);
         }
@@ -90,13 +333,67 @@ protected:
     // until the peer unmaps.
     RevokeEffect revoke(std::byte *addr, std::span<const GrantRef> refs) noexcept override
     {
-        std::memset(addr, 0, refs.size() * detail::kPageSize);
+        std::memset(addr, 0, refs.size() * kPageSize);
         release(addr, refs);
         return RevokeEffect::cooperative;
     }
 
 private:
+    Result<SharedPages> share_fixed(const ShareSpec &spec, std::vector<GrantRef> refs)
+    {
+        const int fd = xengntshr_fd(h_.get());
+        const std::size_t n = refs.size();
+        const std::size_t len = n * kPageSize;
+
+        // struct ioctl_gntalloc_alloc_gref ends in a variable-size gref_ids[] array; built
+        // and read back with memcpy, as in grant_mapper.cpp.
+        std::vector<std::byte> buf;
+        try {
+            buf.resize(std::max(kGrefsOffset + n * sizeof(uint32_t),
+                                sizeof(ioctl_gntalloc_alloc_gref)));
+            fixed_.insert(spec.at);  // before mapping: nothing can throw afterwards
+        } catch (const std::bad_alloc &) {
+            return errno_code(ENOMEM);
+        }
+        ioctl_gntalloc_alloc_gref head{};
+        head.domid = spec.peer;
+        head.flags = spec.writable ? GNTALLOC_FLAG_WRITABLE : 0;
+        head.count = static_cast<uint32_t>(n);
+        std::memcpy(buf.data(), &head, kGrefsOffset);
+        if (::ioctl(fd, IOCTL_GNTALLOC_ALLOC_GREF, buf.data()) != 0) {
+            const std::error_code err = detail::last_error();
+            fixed_.erase(spec.at);
+            return err;  // nothing happened to the reservation
+        }
+        std::memcpy(&head, buf.data(), kGrefsOffset);
+        std::memcpy(refs.data(), buf.data() + kGrefsOffset, n * sizeof(uint32_t));
+
+        // MAP_FIXED is correct ONLY because spec.at lies in a PROT_NONE reservation the
+        // caller owns (ShareSpec's contract): it replaces part of it and nothing else.
+        void *p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+                         static_cast<off_t>(head.index));
+        const std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
+        if (p == MAP_FAILED) {
+            rereserve(spec.at, len);  // a failed MAP_FIXED may already have unmapped the range
+        }
+        // As libxengntshr: hand the grants to the kernel now, so that unmapping frees them
+        // (or, unmapped already, frees them here).
+        ioctl_gntalloc_dealloc_gref dealloc{};
+        dealloc.index = head.index;
+        dealloc.count = static_cast<uint32_t>(n);
+        if (::ioctl(fd, IOCTL_GNTALLOC_DEALLOC_GREF, &dealloc) != 0) {
+            detail::fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
+        }
+        if (map_err) {
+            fixed_.erase(spec.at);
+            return map_err;
+        }
+        return SharedPages(this, spec.at, std::move(refs));
+    }
+
     GntshrHandle h_;
+    std::unique_ptr<OwnGrantTable> table_;  // null: end_access() cannot observe mappings
+    std::set<std::byte *> fixed_;            // addresses of pages shared with ShareSpec::at
 };
 
 }  // namespace
@@ -108,14 +405,15 @@ Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions &option
     if (!h) {
         return detail::last_error();
     }
-    return std::unique_ptr<GrantSharer>(std::make_unique<RealGrantSharer>(std::move(h)));
+    return std::unique_ptr<GrantSharer>(
+        std::make_unique<RealGrantSharer>(std::move(h), OwnGrantTable::open()));
 }
 
 namespace testing {
 
 std::unique_ptr<GrantSharer> detached_grant_sharer()
 {
-    return std::make_unique<RealGrantSharer>(GntshrHandle{});
+    return std::make_unique<RealGrantSharer>(GntshrHandle{}, nullptr);
 }
 
 }  // namespace testing
