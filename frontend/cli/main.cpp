@@ -116,6 +116,17 @@ int main(int argc, char **argv)
         ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
     revoke_cmd->add_option("--wait-ms", revoke.wait_ms, "how long to wait for REVOKED");
 
+    DemoOptions demo;
+    auto *demo_cmd = command("demo",
+                             "script/demo's guest: MAP, vector_add on mapped memory, LEND, wait "
+                             "for the operator's revoke, check the lent pages fault",
+                             [&] { return run_demo(global, demo); });
+    demo_cmd->add_option("--pages", demo.pages, "pages to MAP")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
+    demo_cmd->add_option("--lend-pages", demo.lend_pages, "pages to borrow")
+        ->check(CLI::Range(1u, unsigned{XENHSA_MAP_INLINE_GREFS}));
+    demo_cmd->add_option("--wait-ms", demo.wait_ms, "how long to wait for the revoke");
+
     StressOptions stress;
     auto *stress_cmd = command("stress",
                                "MAP/PIN/UNMAP loop over many sizes, a pipelined full ring, "

@@ -59,6 +59,16 @@ int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu);
 int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu);
 int run_fault(const GlobalOptions &options, const GpuOptions &gpu);
 
+struct DemoOptions {
+    uint32_t pages = 64;        // the MAPped buffer
+    uint32_t lend_pages = 4;
+    uint32_t elements = 4096;   // vector_add
+    uint32_t wait_ms = 60000;   // for the operator's revoke
+};
+// script/demo's guest: MAP, vector_add on mapped memory, LEND, then wait for the
+// operator's revoke and check the lent pages fault.
+int run_demo(const GlobalOptions &options, const DemoOptions &demo);
+
 struct HostileOptions {
     std::string mode;  // overflow, garbage, forged-handle, bad-grefs, va-outside,
                        // doorbell-garbage, hello-again
