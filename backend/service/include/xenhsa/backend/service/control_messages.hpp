@@ -1,0 +1,57 @@
+// The JSON messages of the control socket (xenhsa-ctl ↔ supervisor) and of the
+// supervisor ↔ worker channel. One object per line.
+//
+//   request                          answer
+//   {"op":"status"}                  {"ok":true,"domains":[<device>...]}
+//   {"op":"revoke","domid":N}        {"ok":true,"revoked":[<device>...]} (ok false: no such
+//                                    domain)
+//   {"op":"revoke","domid":N,        the same for one MAP or LEND handle (ok false when no
+//    "handle":H}                     device of the domain has it); a worker answers with
+//                                    "revoked_handle": true|false
+//   {"op":"quotas","set":["k=v",..],  {"ok":true,"updated":[<device>...]}: new limits for
+//    "domid":N (optional)}             the devices (of domain N) and their later workers;
+//                                      a guest over them loses its newest MAPs/LENDs
+//                                      (<device> then has "revoked": count)
+//   {"op":"shutdown"}  (worker only) no answer: the worker ends
+// Every answer to a worker request echoes the request's "id". A worker also reports each
+// new backend state unasked: {"event":"state","state":"Connected"}.
+//
+//   <device> = {"domid":N,"devid":D,"state":"Connected","mapped_pages":..,
+//               "pinned_pages":..,"lent_pages":..,"queues":..,"events":..,"handles":..,
+//               "error":"...","worker_pid":P}   (error and worker_pid only when known)
+#ifndef XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
+#define XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <xenhsa/backend/service/xenbus_device.hpp>
+
+namespace xenhsa::backend::service {
+
+namespace op {
+inline constexpr std::string_view status = "status";
+inline constexpr std::string_view revoke = "revoke";
+inline constexpr std::string_view shutdown = "shutdown";
+inline constexpr std::string_view quotas = "quotas";
+}  // namespace op
+
+nlohmann::json to_json(const DeviceStatus& status);
+// The inverse for what a worker sent; nullopt when the shape is wrong.
+std::optional<DeviceStatus> device_status_from_json(const nlohmann::json& j);
+
+// Never-throwing accessors for untrusted JSON.
+std::optional<std::string_view> json_string(const nlohmann::json& j, std::string_view key);
+std::optional<uint64_t> json_uint(const nlohmann::json& j, std::string_view key);
+std::optional<bool> json_bool(const nlohmann::json& j, std::string_view key);
+
+nlohmann::json error_reply(std::string_view message);
+
+// The "set" list of a quotas request: at most 64 strings of at most 256 bytes.
+std::optional<std::vector<std::string>> json_settings(const nlohmann::json& j);
+
+}  // namespace xenhsa::backend::service
+
+#endif

@@ -1,0 +1,29 @@
+// The composition root's choice of hypervisor: the simulated one (--sim-dir DIR) or real
+// Xen (--xen), opened with only what each process needs.
+#ifndef XENHSA_BACKEND_SERVICE_PLATFORM_OPEN_HPP
+#define XENHSA_BACKEND_SERVICE_PLATFORM_OPEN_HPP
+
+#include <filesystem>
+#include <xenhsa/xen/platform.hpp>
+
+namespace xenhsa::backend::service {
+
+struct PlatformChoice {
+    std::filesystem::path sim_dir;  // simulated hypervisor, when not `xen`
+    bool xen = false;
+};
+
+enum class PlatformRole : uint8_t {
+    // Store and domain liveness only: the supervisor never touches guest memory.
+    supervisor,
+    // Everything one guest device needs, without foreign memory (a worker serves a
+    // guest through grants only).
+    worker,
+};
+
+// ENOTSUP when this build has no implementation of the chosen hypervisor.
+xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role);
+
+}  // namespace xenhsa::backend::service
+
+#endif

@@ -1,0 +1,45 @@
+// The supervisor `xenhsa-backend`: discovers xenhsa devices under
+// /local/domain/<be>/backend/xenhsa/<fe-domid>/<devid>, runs one worker process per
+// device, reaps workers and restarts them, watches @releaseDomain, and serves the
+// control socket by asking its workers. It opens only the store and domain liveness: it
+// never touches guest memory.
+//
+// A worker that ends while its device is still plugged in leaves the device Closed: the
+// supervisor writes backend state Closed and waits for the frontend to go back to
+// Initialising, then starts a fresh worker (after a growing delay when workers keep
+// failing before they ever connect). A device whose backend directory goes away, or
+// whose domain dies, gets its worker shut down and is forgotten.
+//
+// SIGTERM/SIGINT: stop accepting control requests, ask every worker to revoke
+// everything and end (SIGKILL after `shutdown_grace`), reap them all, return 0.
+#ifndef XENHSA_BACKEND_SERVICE_SUPERVISOR_HPP
+#define XENHSA_BACKEND_SERVICE_SUPERVISOR_HPP
+
+#include <spdlog/common.h>
+
+#include <chrono>
+#include <filesystem>
+#include <xenhsa/backend/service/platform_open.hpp>
+#include <xenhsa/backend/service/session_config.hpp>
+
+namespace xenhsa::backend::service {
+
+struct SupervisorOptions {
+    PlatformChoice platform;
+    std::filesystem::path control_socket;
+    SessionConfig session;  // handed to every worker
+    spdlog::level::level_enum log_level = spdlog::level::info;
+    std::filesystem::path worker_exe;  // empty: this binary (/proc/self/exe)
+    std::chrono::milliseconds shutdown_grace{10000};
+    std::chrono::milliseconds worker_answer_timeout{5000};
+};
+
+// The process's exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start.
+int run_supervisor(const SupervisorOptions& options);
+
+// The argv (after argv[0]) that starts the worker of `device`.
+std::vector<std::string> worker_arguments(const SupervisorOptions& options, DeviceId device);
+
+}  // namespace xenhsa::backend::service
+
+#endif

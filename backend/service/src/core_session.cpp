@@ -1,0 +1,86 @@
+#include "core_session.hpp"
+
+#include <xenhsa/backend/core/guest_core.hpp>
+#include <xenhsa/backend/core/session.hpp>
+#include <xenhsa/backend/service/device_transport.hpp>
+#include <xenhsa/hsa/gpu_session.hpp>
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+class CoreSession final : public DeviceSession {
+public:
+    CoreSession(const CoreSessionFactory& factory, std::unique_ptr<DeviceTransport> transport,
+                std::unique_ptr<hsa::GpuSession> gpu, std::unique_ptr<core::GuestCore> core)
+        : factory_(factory),
+          transport_(std::move(transport)),
+          gpu_(std::move(gpu)),
+          core_(std::move(core)) {}
+    // Members go in reverse: the core revokes everything (GPU half, grants, window), the
+    // GPU session tears down what is left, then the pages are unmapped and the port
+    // unbound.
+    ~CoreSession() override = default;
+
+    [[nodiscard]] DeviceStats stats() const noexcept override {
+        const core::Stats s = core_->stats();
+        return {s.mapped_pages, s.pinned_pages, s.lent_pages, s.queues, s.events, s.handles};
+    }
+    void revoke_all() noexcept override { core_->revoke_all(); }
+    bool revoke_handle(uint64_t handle) noexcept override { return core_->revoke_handle(handle); }
+    uint64_t enforce_limits() noexcept override { return core_->enforce_quotas(factory_.quotas()); }
+
+private:
+    const CoreSessionFactory& factory_;
+    std::unique_ptr<DeviceTransport> transport_;
+    std::unique_ptr<hsa::GpuSession> gpu_;
+    std::unique_ptr<core::GuestCore> core_;
+};
+
+}  // namespace
+
+CoreSessionFactory::CoreSessionFactory(core::Quotas quotas, OpenedGpu gpu,
+                                       std::shared_ptr<spdlog::logger> log)
+    : quotas_(quotas), gpu_(std::move(gpu)), log_(std::move(log)) {}
+
+uint32_t CoreSessionFactory::max_ring_page_order() const noexcept { return XENHSA_RING_MAX_ORDER; }
+
+xen::Result<std::unique_ptr<DeviceSession>> CoreSessionFactory::connect(const SessionStart& start) {
+    auto transport = DeviceTransport::open(start.platform, start.device.fe, start.keys);
+    if (!transport) {
+        return transport.error();
+    }
+    DeviceTransport& t = *transport.value();
+    std::unique_ptr<hsa::GpuSession> gpu;
+    if (gpu_.device) {
+        gpu = std::make_unique<hsa::GpuSession>(*gpu_.device,
+                                                core::gpu_limits(quotas_, t.ring_slots()));
+    }
+    const core::SessionSeams seams{start.device.fe, *start.platform.grants,
+                                   start.platform.sharer.get(), gpu.get()};
+    const core::GuestPages pages{t.ring(), t.ring_page_order(), t.notify_page(), t.doorbell_page()};
+    core::GuestOptions options;
+    options.quotas = quotas_;
+    auto guest = core::GuestCore::start(start.io, t.events(), t.local_port(), pages, seams, options,
+                                        start.on_fatal);
+    if (!guest) {
+        return guest.error();
+    }
+    log_->debug("guest core started over the {} GPU", gpu_.kind);
+    return std::unique_ptr<DeviceSession>(std::make_unique<CoreSession>(
+        *this, std::move(transport).value(), std::move(gpu), std::move(guest).value()));
+}
+
+std::optional<std::string> CoreSessionFactory::update_limits(
+    const std::vector<std::string>& settings) {
+    core::Quotas updated = quotas_;
+    for (const auto& setting : settings) {
+        if (auto applied = core::apply_override(updated, setting); !applied) {
+            return setting + ": " + applied.error().message;
+        }
+    }
+    quotas_ = updated;
+    return std::nullopt;
+}
+
+}  // namespace xenhsa::backend::service

@@ -1,0 +1,99 @@
+#include <xenhsa/backend/service/gpu_device.hpp>
+
+#if XENHSA_SERVICE_HAVE_KFD
+#include <xenhsa/hsa/gpu_mode.hpp>
+#include <xenhsa/hsa/hsakmt_device.hpp>
+#endif
+#if XENHSA_SERVICE_HAVE_SOFT
+#include <xenhsa/hsa/soft_agent.hpp>
+#endif
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+std::string bad_mode(std::string_view mode) {
+    return "--gpu must be auto, kfd or soft, not \"" + std::string(mode) + "\"";
+}
+
+#if XENHSA_SERVICE_HAVE_SOFT
+OpenedGpu soft_gpu() { return OpenedGpu{hsa::make_soft_agent(), "soft"}; }
+#endif
+
+}  // namespace
+
+#if XENHSA_SERVICE_HAVE_KFD
+
+std::optional<std::string> check_gpu_mode(std::string_view mode) {
+    const auto parsed = hsa::parse_gpu_mode(mode);
+    if (!parsed) {
+        return bad_mode(mode);
+    }
+#if !XENHSA_SERVICE_HAVE_SOFT
+    if (parsed.value() == hsa::GpuMode::soft) {
+        return std::string("this build has no software GPU agent");
+    }
+#endif
+    return std::nullopt;
+}
+
+std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error) {
+    const auto parsed = hsa::parse_gpu_mode(mode);
+    if (!parsed) {
+        error = bad_mode(mode);
+        return std::nullopt;
+    }
+    bool kfd_opens = false;
+    if (parsed.value() != hsa::GpuMode::soft) {
+        std::string message;
+        auto device = hsa::open_hsakmt_device(&message);
+        if (device) {
+            return OpenedGpu{std::move(device).value(), "kfd"};
+        }
+        if (parsed.value() == hsa::GpuMode::kfd) {
+            error = "cannot open the KFD: " + message;
+            return std::nullopt;
+        }
+    }
+    // auto without a KFD, or soft.
+    if (hsa::resolve_gpu_mode(parsed.value(), kfd_opens) == hsa::GpuMode::soft) {
+#if XENHSA_SERVICE_HAVE_SOFT
+        return soft_gpu();
+#endif
+    }
+    error = "no GPU: no KFD and no software agent in this build";
+    return std::nullopt;
+}
+
+#else  // without the KFD seam's library: the software agent only
+
+std::optional<std::string> check_gpu_mode(std::string_view mode) {
+    if (mode != "auto" && mode != "kfd" && mode != "soft") {
+        return bad_mode(mode);
+    }
+    if (mode == "kfd") {
+        return std::string("this build has no libhsakmt adapter: use --gpu soft");
+    }
+#if !XENHSA_SERVICE_HAVE_SOFT
+    return std::string("this build has no software GPU agent");
+#else
+    return std::nullopt;
+#endif
+}
+
+std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error) {
+    if (auto problem = check_gpu_mode(mode)) {
+        error = *problem;
+        return std::nullopt;
+    }
+#if XENHSA_SERVICE_HAVE_SOFT
+    return soft_gpu();
+#else
+    error = "no GPU seam";
+    return std::nullopt;
+#endif
+}
+
+#endif
+
+}  // namespace xenhsa::backend::service

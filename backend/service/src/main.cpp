@@ -1,0 +1,97 @@
+// xenhsa-backend: the supervisor, or (with the hidden --worker) one guest device's worker.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <xenhsa/backend/service/logging.hpp>
+#include <xenhsa/backend/service/supervisor.hpp>
+#include <xenhsa/backend/service/worker.hpp>
+
+namespace {
+
+constexpr const char* kDefaultRealSocket = "/run/xenhsa/backend.sock";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace xenhsa::backend::service;
+
+    CLI::App app{"xenhsa-backend: serves xenhsa guest devices (one worker process per device)"};
+    std::string sim_dir;
+    bool xen = false;
+    std::string control_socket;
+    SessionConfig session;
+    std::string log_level = "info";
+    auto* sim_opt = app.add_option("--sim-dir", sim_dir,
+                                   "use the simulated hypervisor whose daemon runs in DIR")
+                        ->type_name("DIR");
+    auto* xen_opt = app.add_flag("--xen", xen, "use real Xen (libxen*)");
+    sim_opt->excludes(xen_opt);
+    app.add_option("--control-socket", control_socket,
+                   std::string("control socket (default DIR/backend.sock, or ") +
+                       kDefaultRealSocket + " with --xen)")
+        ->type_name("PATH");
+    app.add_option("--gpu", session.gpu_mode,
+                   "GPU seam: kfd (libhsakmt), soft (software agent), auto (kfd when "
+                   "/dev/kfd opens, else soft)")
+        ->check(CLI::IsMember({"auto", "kfd", "soft"}))
+        ->capture_default_str();
+    app.add_option("--config", session.config_file, "JSON file of per-guest quotas")
+        ->type_name("FILE")
+        ->check(CLI::ExistingFile);
+    app.add_option("--set", session.settings, "override one quota: key=value (repeatable)")
+        ->type_name("KEY=VALUE")
+        ->take_all();
+    app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
+        ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
+        ->capture_default_str();
+
+    // The worker's entry point: started by the supervisor, not by hand.
+    bool worker = false;
+    unsigned fe_domid = 0;
+    unsigned devid = 0;
+    int control_fd = -1;
+    app.add_flag("--worker", worker)->group("");
+    app.add_option("--fe-domid", fe_domid)->group("")->check(CLI::Range(1u, 0x7FEFu));
+    app.add_option("--devid", devid)->group("");
+    app.add_option("--control-fd", control_fd)->group("")->check(CLI::Range(0, 1 << 20));
+
+    CLI11_PARSE(app, argc, argv);
+
+    if (sim_dir.empty() && !xen) {
+        std::fprintf(stderr, "xenhsa-backend: give --sim-dir DIR or --xen\n");
+        return 2;
+    }
+    const auto level = parse_log_level(log_level).value_or(spdlog::level::info);
+    const PlatformChoice platform{sim_dir, xen};
+
+    if (worker) {
+        if (fe_domid == 0) {
+            std::fprintf(stderr, "xenhsa-backend: --worker needs --fe-domid\n");
+            return 2;
+        }
+        WorkerOptions options;
+        options.platform = platform;
+        options.device = {static_cast<xenhsa::xen::DomId>(fe_domid), devid};
+        options.control_fd = control_fd;
+        options.session = session;
+        options.log_level = level;
+        return run_worker(options);
+    }
+
+    SupervisorOptions options;
+    options.platform = platform;
+    options.session = session;
+    options.log_level = level;
+    if (!control_socket.empty()) {
+        options.control_socket = control_socket;
+    } else if (xen) {
+        options.control_socket = kDefaultRealSocket;
+        std::error_code ec;
+        std::filesystem::create_directories(options.control_socket.parent_path(), ec);
+    } else {
+        options.control_socket = std::filesystem::path(sim_dir) / "backend.sock";
+    }
+    return run_supervisor(options);
+}

@@ -1,0 +1,74 @@
+#include <xenhsa/backend/service/platform_open.hpp>
+
+#if XENHSA_SERVICE_HAVE_SIM
+#include <xenhsa/xen/sim/client.hpp>
+#endif
+#if XENHSA_SERVICE_HAVE_REAL
+#include <xenhsa/xen/real/platform.hpp>
+#endif
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+#if XENHSA_SERVICE_HAVE_SIM
+void restrict_to(xen::Platform& platform, PlatformRole role) noexcept {
+    platform.foreign.reset();
+    if (role == PlatformRole::supervisor) {
+        platform.grants.reset();
+        platform.sharer.reset();
+        platform.events.reset();
+    }
+}
+#endif
+
+#if XENHSA_SERVICE_HAVE_REAL
+xen::Result<xen::Platform> open_real(PlatformRole role) {
+    xen::real::RealOptions options;
+    options.want_foreign_memory = false;
+    if (role == PlatformRole::worker) {
+        return xen::real::open_real_platform(options);
+    }
+    xen::Platform platform;
+    auto store = xen::real::open_store(options);
+    if (!store) {
+        return store.error();
+    }
+    auto own_store = xen::real::open_store(options);
+    if (!own_store) {
+        return own_store.error();
+    }
+    auto domains = xen::real::make_domains(std::move(own_store).value(), options);
+    if (!domains) {
+        return domains.error();
+    }
+    platform.store = std::move(store).value();
+    platform.domains = std::move(domains).value();
+    return platform;
+}
+#endif
+
+}  // namespace
+
+xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role) {
+    if (choice.xen) {
+#if XENHSA_SERVICE_HAVE_REAL
+        return open_real(role);
+#else
+        return xen::errc(std::errc::not_supported);
+#endif
+    }
+#if XENHSA_SERVICE_HAVE_SIM
+    auto platform = xen::sim::attach(choice.sim_dir, 0);
+    if (!platform) {
+        return platform.error();
+    }
+    restrict_to(platform.value(), role);
+    return platform;
+#else
+    (void)role;
+    return xen::errc(std::errc::not_supported);
+#endif
+}
+
+}  // namespace xenhsa::backend::service

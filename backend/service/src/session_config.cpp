@@ -1,0 +1,113 @@
+// The one place that picks what serves a connected device: the per-guest core when this
+// build has it (xenhsa::backend_core). Without it a session is only the transport: the
+// pages are mapped, be_alive is 1 and the port is bound, but the ring is not served.
+#include <xenhsa/backend/service/device_transport.hpp>
+#include <xenhsa/backend/service/gpu_device.hpp>
+#include <xenhsa/backend/service/session_config.hpp>
+
+#if XENHSA_SERVICE_HAVE_CORE
+#include <xenhsa/backend/core/quotas.hpp>
+
+#include "core_session.hpp"
+#endif
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+#if XENHSA_SERVICE_HAVE_CORE
+// The quotas `config` describes, or a readable error.
+std::optional<core::Quotas> load_quotas(const SessionConfig& config, std::string& error) {
+    core::Quotas quotas;
+    if (!config.config_file.empty()) {
+        auto loaded = core::load_quotas_file(config.config_file);
+        if (!loaded) {
+            error = config.config_file.string() + ": " + loaded.error().message;
+            return std::nullopt;
+        }
+        quotas = loaded.value();
+    }
+    for (const auto& setting : config.settings) {
+        if (auto applied = core::apply_override(quotas, setting); !applied) {
+            error = "--set " + setting + ": " + applied.error().message;
+            return std::nullopt;
+        }
+    }
+    return quotas;
+}
+#else
+class TransportSession final : public DeviceSession {
+public:
+    explicit TransportSession(std::unique_ptr<DeviceTransport> transport)
+        : transport_(std::move(transport)) {}
+    [[nodiscard]] DeviceStats stats() const noexcept override { return {}; }
+    void revoke_all() noexcept override {}
+
+private:
+    std::unique_ptr<DeviceTransport> transport_;
+};
+
+class TransportSessionFactory final : public SessionFactory {
+public:
+    explicit TransportSessionFactory(std::shared_ptr<spdlog::logger> log) : log_(std::move(log)) {}
+    [[nodiscard]] uint32_t max_ring_page_order() const noexcept override {
+        return XENHSA_RING_MAX_ORDER;
+    }
+    xen::Result<std::unique_ptr<DeviceSession>> connect(const SessionStart& start) override {
+        auto transport = DeviceTransport::open(start.platform, start.device.fe, start.keys);
+        if (!transport) {
+            return transport.error();
+        }
+        log_->warn("this build has no backend core: the ring is not served");
+        return std::unique_ptr<DeviceSession>(
+            std::make_unique<TransportSession>(std::move(transport).value()));
+    }
+
+private:
+    std::shared_ptr<spdlog::logger> log_;
+};
+#endif
+
+}  // namespace
+
+std::optional<std::string> check_session_config(const SessionConfig& config) {
+    if (auto problem = check_gpu_mode(config.gpu_mode)) {
+        return problem;
+    }
+#if XENHSA_SERVICE_HAVE_CORE
+    std::string error;
+    if (!load_quotas(config, error)) {
+        return error;
+    }
+#else
+    if (!config.config_file.empty() || !config.settings.empty()) {
+        return std::string("this build has no quota configuration (no backend core)");
+    }
+#endif
+    return std::nullopt;
+}
+
+std::unique_ptr<SessionFactory> make_session_factory(const SessionConfig& config,
+                                                     std::shared_ptr<spdlog::logger> log,
+                                                     std::string& error) {
+#if XENHSA_SERVICE_HAVE_CORE
+    auto quotas = load_quotas(config, error);
+    if (!quotas) {
+        return nullptr;
+    }
+    auto gpu = open_gpu(config.gpu_mode, error);
+    if (!gpu) {
+        return nullptr;
+    }
+    log->info("GPU seam: {}", gpu->kind);
+    return std::make_unique<CoreSessionFactory>(*quotas, std::move(*gpu), std::move(log));
+#else
+    if (auto problem = check_session_config(config)) {
+        error = *problem;
+        return nullptr;
+    }
+    return std::make_unique<TransportSessionFactory>(std::move(log));
+#endif
+}
+
+}  // namespace xenhsa::backend::service

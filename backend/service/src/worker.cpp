@@ -1,0 +1,174 @@
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <csignal>
+#include <xenhsa/backend/service/control_messages.hpp>
+#include <xenhsa/backend/service/line_channel.hpp>
+#include <xenhsa/backend/service/logging.hpp>
+#include <xenhsa/backend/service/store_pump.hpp>
+#include <xenhsa/backend/service/worker.hpp>
+#include <xenhsa/backend/service/xenbus_device.hpp>
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+// The worker's loop and the objects on it, in construction order (destroyed in reverse:
+// the device, and with it the session, before the platform it uses).
+class Worker {
+public:
+    Worker(const WorkerOptions& options, xen::Platform& platform, SessionFactory& factory)
+        : options_(options),
+          log_(spdlog::default_logger()),
+          signals_(io_, SIGTERM, SIGINT),
+          device_(io_, platform, factory, options.device, log_),
+          pump_(
+              io_, *platform.store, [this](const xen::WatchEvent& e) { device_.on_watch(e); },
+              [this](std::error_code ec) {
+                  log_->error("xenstore watch failed: {}", ec.message());
+                  finish(1);
+              }) {}
+
+    int run() {
+        if (options_.control_fd >= 0 && !open_channel()) {
+            return 1;
+        }
+        signals_.async_wait([this](boost::system::error_code ec, int signo) {
+            if (!ec) {
+                log_->info("signal {}: revoking everything and ending", signo);
+                finish(0);
+            }
+        });
+        device_.on_state_change = [this](XenbusState state) {
+            if (channel_) {
+                channel_->send({{"event", "state"}, {"state", std::string(to_string(state))}});
+            }
+        };
+        device_.on_store_failure = [this](std::error_code) {
+            boost::asio::post(io_, [this] { finish(1); });
+        };
+        auto started = device_.start();
+        if (!started) {
+            if (started.error() == std::errc::no_such_file_or_directory) {
+                log_->info("the device's backend directory is gone");
+                return 0;
+            }
+            log_->error("cannot start the device: {}", started.error().message());
+            return 1;
+        }
+        if (auto pumping = pump_.start(); !pumping) {
+            log_->error("cannot wait for xenstore: {}", pumping.error().message());
+            device_.shutdown();
+            return 1;
+        }
+        log_->info("serving {} ({})", to_string(options_.device), device_.backend_path());
+        io_.run();
+        return exit_code_;
+    }
+
+private:
+    bool open_channel() {
+        boost::asio::local::stream_protocol::socket socket(io_);
+        boost::system::error_code ec;
+        socket.assign(boost::asio::local::stream_protocol(), options_.control_fd, ec);
+        if (ec) {
+            log_->error("bad --control-fd {}: {}", options_.control_fd, ec.message());
+            return false;
+        }
+        channel_ = LineChannel::create(std::move(socket));
+        channel_->start([this](const nlohmann::json& m) { on_request(m); },
+                        [this](std::error_code) {
+                            log_->info("the supervisor went away: revoking everything");
+                            finish(0);
+                        });
+        return true;
+    }
+
+    void on_request(const nlohmann::json& request) {
+        const auto op = json_string(request, "op");
+        nlohmann::json reply = {{"ok", true}};
+        if (op == op::status) {
+            reply["status"] = to_json(device_.status());
+        } else if (op == op::revoke) {
+            if (const auto handle = json_uint(request, "handle")) {
+                reply["revoked_handle"] = device_.revoke_handle(*handle);
+            } else {
+                device_.revoke_all();
+            }
+            reply["status"] = to_json(device_.status());
+        } else if (op == op::quotas) {
+            const auto settings = json_settings(request);
+            uint64_t revoked = 0;
+            const auto refused = settings ? device_.update_limits(*settings, revoked)
+                                          : std::optional<std::string>("bad \"set\" list");
+            if (refused) {
+                reply["ok"] = false;
+                reply["error"] = *refused;
+            } else {
+                reply["status"] = to_json(device_.status());
+                reply["status"]["revoked"] = revoked;
+            }
+        } else if (op == op::shutdown) {
+            log_->info("shutdown requested: revoking everything");
+            finish(0);
+            return;
+        } else {
+            reply = error_reply("unknown op");
+        }
+        if (const auto it = request.find("id"); it != request.end()) {
+            reply["id"] = *it;
+        }
+        channel_->send(reply);
+    }
+
+    void finish(int code) {
+        if (finished_) {
+            return;
+        }
+        finished_ = true;
+        exit_code_ = code;
+        device_.shutdown();
+        io_.stop();
+    }
+
+    const WorkerOptions& options_;
+    std::shared_ptr<spdlog::logger> log_;
+    boost::asio::io_context io_;
+    boost::asio::signal_set signals_;
+    XenbusDevice device_;
+    StorePump pump_;
+    std::shared_ptr<LineChannel> channel_;
+    bool finished_ = false;
+    int exit_code_ = 0;
+};
+
+}  // namespace
+
+int run_worker(const WorkerOptions& options) {
+    setup_logging("worker " + to_string(options.device), options.log_level, options.device);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    auto platform = open_platform(options.platform, PlatformRole::worker);
+    if (!platform) {
+        spdlog::error("cannot open the hypervisor: {}", platform.error().message());
+        return 1;
+    }
+    std::string error;
+    auto factory = make_session_factory(options.session, spdlog::default_logger(), error);
+    if (!factory) {
+        spdlog::error("cannot set up sessions: {}", error);
+        return 1;
+    }
+    int code = 1;
+    {
+        Worker worker(options, platform.value(), *factory);
+        code = worker.run();
+    }
+    spdlog::info("worker ends ({})", code);
+    return code;
+}
+
+}  // namespace xenhsa::backend::service

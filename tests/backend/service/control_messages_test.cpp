@@ -1,0 +1,162 @@
+// The control messages' shape and the JSON-lines channel between processes.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/connect_pair.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <vector>
+#include <xenhsa/backend/service/control_messages.hpp>
+#include <xenhsa/backend/service/line_channel.hpp>
+#include <xenhsa/backend/service/logging.hpp>
+#include <xenhsa/backend/service/supervisor.hpp>
+
+namespace {
+
+using namespace xenhsa::backend::service;
+using Socket = boost::asio::local::stream_protocol::socket;
+
+TEST(ControlMessages, DeviceStatusHasTheDocumentedShape) {
+    DeviceStatus s{{3, 1}, XenbusState::connected, {10, 9, 8, 7, 6, 5}, ""};
+    const auto j = to_json(s);
+    for (const char* key : {"domid", "devid", "state", "mapped_pages", "pinned_pages", "lent_pages",
+                            "queues", "events", "handles"}) {
+        EXPECT_TRUE(j.contains(key)) << key;
+    }
+    EXPECT_FALSE(j.contains("error"));
+    EXPECT_EQ(j["state"], "Connected");
+    EXPECT_EQ(j["domid"], 3);
+    EXPECT_EQ(j["lent_pages"], 8);
+
+    const auto back = device_status_from_json(j);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->id, (DeviceId{3, 1}));
+    EXPECT_EQ(back->state, XenbusState::connected);
+    EXPECT_EQ(back->stats.handles, 5u);
+}
+
+TEST(ControlMessages, WrongShapesAreRefusedWithoutThrowing) {
+    auto j = to_json(DeviceStatus{{3, 1}, XenbusState::closed, {}, "22 ring-ref: missing"});
+    EXPECT_EQ(j["error"], "22 ring-ref: missing");
+    auto bad = j;
+    bad["queues"] = "many";
+    EXPECT_FALSE(device_status_from_json(bad));
+    bad = j;
+    bad["domid"] = 70000;
+    EXPECT_FALSE(device_status_from_json(bad));
+    bad = j;
+    bad["pinned_pages"] = -1;
+    EXPECT_FALSE(device_status_from_json(bad));
+    EXPECT_FALSE(device_status_from_json(nlohmann::json::array()));
+    EXPECT_EQ(json_uint(nlohmann::json(5), "x"), std::nullopt);
+    EXPECT_EQ(json_string(nlohmann::json{{"op", 1}}, "op"), std::nullopt);
+    EXPECT_EQ(json_bool(nlohmann::json{{"ok", "yes"}}, "ok"), std::nullopt);
+    EXPECT_EQ(json_bool(nlohmann::json{{"ok", true}}, "ok"), true);
+}
+
+TEST(Logging, JournalOnlyWhenStderrIsTheNamedStream) {
+    struct stat st {};
+    ASSERT_EQ(::fstat(2, &st), 0);
+    const std::string mine = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+    ::unsetenv("JOURNAL_STREAM");
+    EXPECT_FALSE(stderr_is_journal());
+    ::setenv("JOURNAL_STREAM", mine.c_str(), 1);
+    EXPECT_TRUE(stderr_is_journal());
+    ::setenv("JOURNAL_STREAM", (mine + "1").c_str(), 1);
+    EXPECT_FALSE(stderr_is_journal()) << "another stream (stderr was redirected)";
+    ::setenv("JOURNAL_STREAM", "garbage", 1);
+    EXPECT_FALSE(stderr_is_journal());
+    ::unsetenv("JOURNAL_STREAM");
+    EXPECT_EQ(parse_log_level("warn"), spdlog::level::warn);
+    EXPECT_EQ(parse_log_level("loud"), std::nullopt);
+}
+
+TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
+    SupervisorOptions options;
+    options.platform.sim_dir = "/tmp/sim";
+    options.session.gpu_mode = "soft";
+    options.session.config_file = "/etc/q.json";
+    options.session.settings = {"max_handles=8"};
+    options.log_level = spdlog::level::warn;
+    const auto args = worker_arguments(options, DeviceId{4, 2});
+    const std::vector<std::string> want = {
+        "--worker",      "--fe-domid",  "4",     "--devid", "2",        "--control-fd", "3",
+        "--sim-dir",     "/tmp/sim",    "--gpu", "soft",    "--config", "/etc/q.json",  "--set",
+        "max_handles=8", "--log-level", "warn"};
+    EXPECT_EQ(args, want);
+    options.platform.xen = true;
+    const auto real = worker_arguments(options, DeviceId{4, 2});
+    EXPECT_NE(std::find(real.begin(), real.end(), "--xen"), real.end());
+    EXPECT_EQ(std::find(real.begin(), real.end(), "--sim-dir"), real.end());
+}
+
+class LineChannelTest : public ::testing::Test {
+protected:
+    LineChannelTest() : a(io), b(io) { boost::asio::local::connect_pair(a, b); }
+
+    void run() { io.run_for(std::chrono::seconds(10)); }
+
+    boost::asio::io_context io;
+    Socket a;
+    Socket b;
+};
+
+TEST_F(LineChannelTest, CarriesObjectsBothWays) {
+    auto left = LineChannel::create(std::move(a));
+    auto right = LineChannel::create(std::move(b));
+    std::vector<nlohmann::json> got;
+    right->start(
+        [&](const nlohmann::json& m) {
+            right->send({{"echo", m}});
+            if (m.contains("last")) {
+                right->close_after_send();
+            }
+        },
+        [](std::error_code) {});
+    left->send({{"op", "status"}, {"id", 1}});
+    left->send({{"op", "revoke"}, {"id", 2}, {"last", true}});
+    std::error_code closed{1, std::generic_category()};
+    bool saw_close = false;
+    left->start([&](const nlohmann::json& m) { got.push_back(m); },
+                [&](std::error_code ec) {
+                    closed = ec;
+                    saw_close = true;
+                });
+    run();
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_EQ(got[0]["echo"]["id"], 1);
+    EXPECT_EQ(got[1]["echo"]["op"], "revoke");
+    EXPECT_TRUE(saw_close);
+    EXPECT_FALSE(closed);  // a clean EOF
+}
+
+TEST_F(LineChannelTest, GarbageClosesWithProtocolError) {
+    auto channel = LineChannel::create(std::move(a));
+    std::error_code closed;
+    int messages = 0;
+    channel->start([&](const nlohmann::json&) { ++messages; },
+                   [&](std::error_code ec) { closed = ec; });
+    const std::string junk = "{\"ok\":true}\n[1,2]\n";
+    boost::asio::write(b, boost::asio::buffer(junk));
+    run();
+    EXPECT_EQ(messages, 1);
+    EXPECT_EQ(closed, std::errc::protocol_error);
+    EXPECT_FALSE(channel->is_open());
+}
+
+TEST_F(LineChannelTest, OverlongLineClosesWithProtocolError) {
+    auto channel = LineChannel::create(std::move(a));
+    std::error_code closed;
+    channel->start([](const nlohmann::json&) {}, [&](std::error_code ec) { closed = ec; });
+    const std::string big(kMaxLine + 10, 'x');
+    boost::asio::async_write(b, boost::asio::buffer(big),
+                             [](boost::system::error_code, std::size_t) {});
+    run();
+    EXPECT_EQ(closed, std::errc::protocol_error);
+}
+
+}  // namespace

@@ -1,0 +1,557 @@
+// The service's processes on the simulated hypervisor: a real xenhsa-sim daemon, the
+// real xenhsa-backend (supervisor + workers) and xenhsa-ctl binaries, the test as
+// toolstack (dom0) and scripted frontends in forked children attached to guest domains.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <xenhsa/proto.h>
+
+#include <child_process.hpp>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sim_instance.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+#include <xenhsa/backend/service/xenbus.hpp>
+#include <xenhsa/xen/sim/client.hpp>
+
+#include "scripted_frontend.hpp"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace xen = xenhsa::xen;
+namespace sim = xenhsa::xen::sim;
+using namespace std::chrono_literals;
+using namespace xenhsa::test;
+using xenhsa::backend::service::backend_dir;
+using xenhsa::backend::service::DeviceId;
+using xenhsa::backend::service::frontend_dir;
+
+constexpr auto kPatience = 30s;  // generous: every process runs under ASan
+
+template <class Pred>
+bool eventually(Pred&& pred, std::chrono::milliseconds timeout = kPatience) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!pred()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return false;
+        }
+        std::this_thread::sleep_for(10ms);
+    }
+    return true;
+}
+
+bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
+
+// A process this test started; SIGKILLed and reaped if it still runs at the end.
+class Process {
+public:
+    explicit Process(const std::vector<std::string>& args, int stdout_fd = -1,
+                     const std::vector<std::string>& extra_env = {}) {
+        std::vector<std::string> env_storage(extra_env);
+        for (char** e = environ; *e != nullptr; ++e) {
+            env_storage.emplace_back(*e);
+        }
+        std::vector<char*> envp;
+        for (auto& e : env_storage) {
+            envp.push_back(e.data());
+        }
+        envp.push_back(nullptr);
+        std::vector<char*> argv;
+        std::vector<std::string> storage = args;
+        for (auto& a : storage) {
+            argv.push_back(a.data());
+        }
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        if (stdout_fd >= 0) {
+            posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
+        }
+        if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) {
+            pid_ = -1;
+        }
+        posix_spawn_file_actions_destroy(&actions);
+    }
+    Process(const Process&) = delete;
+    Process& operator=(const Process&) = delete;
+    ~Process() {
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            (void)wait(kPatience);
+        }
+    }
+    [[nodiscard]] pid_t pid() const { return pid_; }
+    void signal(int sig) const {
+        if (pid_ > 0) {
+            ::kill(pid_, sig);
+        }
+    }
+    // The wait status, or nullopt on timeout.
+    std::optional<int> wait(std::chrono::milliseconds timeout) {
+        if (pid_ <= 0) {
+            return std::nullopt;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        for (;;) {
+            int status = 0;
+            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+            if (r == pid_) {
+                pid_ = -1;
+                return status;
+            }
+            if (std::chrono::steady_clock::now() >= deadline) {
+                return std::nullopt;
+            }
+            std::this_thread::sleep_for(5ms);
+        }
+    }
+
+private:
+    pid_t pid_ = -1;
+};
+
+struct Output {
+    int status = -1;
+    std::string out;
+    [[nodiscard]] bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+// Runs a binary to its end and collects its stdout.
+Output run(const std::vector<std::string>& args) {
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        return {};
+    }
+    Process p(args, pipe_fds[1]);
+    ::close(pipe_fds[1]);
+    Output result;
+    char buf[4096];
+    const auto deadline = std::chrono::steady_clock::now() + kPatience;
+    for (;;) {
+        pollfd pfd{pipe_fds[0], POLLIN, 0};
+        if (::poll(&pfd, 1, 100) > 0) {
+            const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+            if (n <= 0) {
+                break;
+            }
+            result.out.append(buf, static_cast<std::size_t>(n));
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            break;
+        }
+    }
+    ::close(pipe_fds[0]);
+    result.status = p.wait(kPatience).value_or(-1);
+    return result;
+}
+
+class ServiceTest : public ::testing::Test {
+protected:
+    ServiceTest() : sim_(SimInstance::start()), dom0_(sim::attach(sim_.dir(), 0).value()) {}
+
+    ~ServiceTest() override {
+        frontends_.clear();  // the guests go first
+        if (backend_) {
+            backend_->signal(SIGTERM);
+            (void)backend_->wait(kPatience);
+        }
+    }
+
+    void start_backend(const std::vector<std::string>& env = {},
+                       const std::vector<std::string>& extra_args = {}) {
+        std::vector<std::string> args{XENHSA_BACKEND_BINARY, "--sim-dir", sim_.dir().string(),
+                                      "--gpu", "soft"};
+        args.insert(args.end(), extra_args.begin(), extra_args.end());
+        backend_ = std::make_unique<Process>(args, -1, env);
+        ASSERT_GT(backend_->pid(), 0);
+        ASSERT_TRUE(eventually([&] { return fs::exists(sim_.dir() / "backend.sock"); }))
+            << "the control socket never appeared";
+    }
+
+    // A guest domain with one plugged xenhsa device (the toolstack's part) and a
+    // scripted frontend for it.
+    xen::DomId add_guest(const std::string& name, uint32_t devid = 0) {
+        auto domid = sim::create_domain(sim_.dir(), name, 64);
+        EXPECT_TRUE(domid);
+        if (!domid) {
+            return 0;
+        }
+        const xen::DomId fe = domid.value();
+        auto frontend = std::make_unique<ChildProcess>(
+            ChildProcess::spawn([dir = sim_.dir(), fe, devid](xenhsa::testing::Link& link) {
+                return run_scripted_frontend(dir, fe, devid, link);
+            }));
+        EXPECT_EQ(frontend->link().receive(kPatience), std::optional<uint64_t>(0))
+            << "the frontend did not attach";
+        frontends_[fe] = std::move(frontend);
+        plug(fe, devid);
+        return fe;
+    }
+
+    void plug(xen::DomId fe, uint32_t devid) {
+        auto& store = *dom0_.store;
+        const std::string be = backend_dir(0, {fe, devid});
+        const std::string fr = frontend_dir({fe, devid});
+        ASSERT_TRUE(store.mkdir(xen::kNoTx, be));
+        ASSERT_TRUE(store.set_perms(xen::kNoTx, be,
+                                    {{0, xen::StoreAccess::none}, {fe, xen::StoreAccess::read}}));
+        ASSERT_TRUE(store.write(xen::kNoTx, be + "/frontend", fr));
+        ASSERT_TRUE(store.write(xen::kNoTx, be + "/frontend-id", std::to_string(fe)));
+        ASSERT_TRUE(store.write(xen::kNoTx, be + "/state", "1"));
+        ASSERT_TRUE(store.mkdir(xen::kNoTx, fr));
+        ASSERT_TRUE(store.set_perms(xen::kNoTx, fr,
+                                    {{fe, xen::StoreAccess::none}, {0, xen::StoreAccess::read}}));
+        ASSERT_TRUE(store.write(xen::kNoTx, fr + "/backend", be));
+        ASSERT_TRUE(store.write(xen::kNoTx, fr + "/backend-id", "0"));
+        ASSERT_TRUE(store.write(xen::kNoTx, fr + "/state", "1"));
+    }
+
+    uint64_t ask(xen::DomId fe, uint64_t cmd) {
+        auto& link = frontends_.at(fe)->link();
+        if (!link.send(cmd)) {
+            return kNoAnswer;
+        }
+        return link.receive(kPatience).value_or(kNoAnswer);
+    }
+
+    std::string be_read(xen::DomId fe, const std::string& key) {
+        auto v = dom0_.store->read(xen::kNoTx, backend_dir(0, {fe, 0}) + "/" + key);
+        return v ? v.value() : "<" + v.error().message() + ">";
+    }
+
+    bool be_state_is(xen::DomId fe, const std::string& state) {
+        return eventually([&] { return be_read(fe, "state") == state; });
+    }
+
+    nlohmann::json status() {
+        const auto r =
+            run({XENHSA_CTL_BINARY, "--sim-dir", sim_.dir().string(), "status", "--json"});
+        EXPECT_TRUE(r.ok()) << r.out;
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        return j.is_discarded() ? nlohmann::json::object() : j;
+    }
+
+    // The device entry of `fe` in `xenhsa-ctl status --json`, or null.
+    nlohmann::json device(xen::DomId fe) {
+        const auto s = status();
+        if (s.contains("domains") && s["domains"].is_array()) {
+            for (const auto& d : s["domains"]) {
+                if (d.value("domid", -1) == fe) {
+                    return d;
+                }
+            }
+        }
+        return nullptr;
+    }
+
+    pid_t worker_pid(xen::DomId fe) {
+        const auto d = device(fe);
+        return d.is_object() ? d.value("worker_pid", -1) : -1;
+    }
+
+    void connect(xen::DomId fe) {
+        ASSERT_TRUE(be_state_is(fe, "2")) << be_read(fe, "state");
+        ASSERT_EQ(ask(fe, kPublish), 0u);
+        ASSERT_TRUE(be_state_is(fe, "4")) << be_read(fe, "state") << " " << be_read(fe, "error");
+    }
+
+    SimInstance sim_;
+    xen::Platform dom0_;
+    std::unique_ptr<Process> backend_;
+    std::map<xen::DomId, std::unique_ptr<ChildProcess>> frontends_;
+};
+
+TEST(ServiceBinaries, HelpWorks) {
+    EXPECT_TRUE(run({XENHSA_BACKEND_BINARY, "--help"}).ok());
+    EXPECT_TRUE(run({XENHSA_CTL_BINARY, "--help"}).ok());
+    EXPECT_FALSE(run({XENHSA_BACKEND_BINARY}).ok()) << "needs --sim-dir or --xen";
+    EXPECT_FALSE(run({XENHSA_BACKEND_BINARY, "--sim-dir", "/nonexistent", "--gpu", "cuda"}).ok());
+    EXPECT_FALSE(
+        run({XENHSA_BACKEND_BINARY, "--sim-dir", "/nonexistent", "--set", "max_handles=12abc"})
+            .ok())
+        << "quotas are parsed strictly before anything starts";
+}
+
+TEST_F(ServiceTest, QuotasFromTheConfigFileAndTheCommandLineReachTheGuest) {
+    const fs::path config = sim_.dir() / "quotas.json";
+    {
+        std::FILE* f = std::fopen(config.c_str(), "w");
+        ASSERT_NE(f, nullptr);
+        std::fputs("{\"max_handles\": 300, \"max_queues\": 4}\n", f);
+        std::fclose(f);
+    }
+    start_backend({}, {"--config", config.string()});
+    const auto a = add_guest("guest-a");
+    connect(a);
+    ASSERT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+    EXPECT_EQ(ask(a, kHelloMaxHandles), 300u);
+
+    // --set overrides the file.
+    backend_->signal(SIGTERM);
+    ASSERT_TRUE(backend_->wait(kPatience));
+    ASSERT_EQ(ask(a, kClose), 0u);
+    ASSERT_EQ(ask(a, kInitialise), 0u);
+    start_backend({}, {"--config", config.string(), "--set", "max_handles=200"});
+    connect(a);
+    ASSERT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+    EXPECT_EQ(ask(a, kHelloMaxHandles), 200u);
+}
+
+TEST_F(ServiceTest, DiscoversADeviceAndStartsItsWorker) {
+    start_backend();
+    const auto fe = add_guest("guest-a");
+    ASSERT_TRUE(be_state_is(fe, "2")) << "the worker moves the device to InitWait";
+    EXPECT_EQ(be_read(fe, "versions"), "1");
+    EXPECT_EQ(be_read(fe, "max-ring-page-order"), "3");
+    const pid_t pid = worker_pid(fe);
+    EXPECT_GT(pid, 0);
+    EXPECT_NE(pid, backend_->pid());
+}
+
+TEST_F(ServiceTest, WorkerConnectsAndServesTheRing) {
+    start_backend();
+    const auto fe = add_guest("guest-a");
+    connect(fe);
+    EXPECT_EQ(ask(fe, kBeAlive), 1u);
+    EXPECT_EQ(ask(fe, kHello), uint64_t{XENHSA_STATUS_OK}) << "the core answers on the ring";
+    const auto d = device(fe);
+    ASSERT_TRUE(d.is_object());
+    EXPECT_EQ(d["state"], "Connected");
+}
+
+TEST_F(ServiceTest, MultiPageRing) {
+    start_backend();
+    const auto fe = add_guest("guest-a");
+    ASSERT_TRUE(be_state_is(fe, "2"));
+    ASSERT_EQ(ask(fe, kPublishOrder2), 0u);
+    ASSERT_TRUE(be_state_is(fe, "4")) << be_read(fe, "error");
+    EXPECT_EQ(ask(fe, kBeAlive), 1u);
+    ASSERT_EQ(ask(fe, kHello), uint64_t{XENHSA_STATUS_OK});
+    for (int i = 0; i < 20; ++i) {  // past the 16 slots of a one-page ring: any answer
+        ASSERT_LT(ask(fe, kHello), kFailed) << i;
+    }
+    const pid_t pid = worker_pid(fe);
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    EXPECT_TRUE(eventually([&] { return ask(fe, kBeAlive) == 0; }))
+        << "be_alive is cleared through the extra mapping of ring page 0";
+}
+
+TEST_F(ServiceTest, MalformedStoreValuesCloseTheDeviceWithAnErrorNode) {
+    start_backend();
+    const auto fe = add_guest("guest-a");
+    ASSERT_TRUE(be_state_is(fe, "2"));
+    const pid_t pid = worker_pid(fe);
+
+    ASSERT_EQ(ask(fe, kPublishBadRingRef), 0u);
+    ASSERT_TRUE(be_state_is(fe, "6"));
+    EXPECT_EQ(be_read(fe, "error"), "22 ring-ref: not a decimal store value");
+
+    ASSERT_EQ(ask(fe, kInitialise), 0u);
+    ASSERT_TRUE(be_state_is(fe, "2")) << "a reconnect in the same worker";
+    ASSERT_EQ(ask(fe, kPublishBadOrder), 0u);
+    ASSERT_TRUE(be_state_is(fe, "6"));
+    EXPECT_EQ(be_read(fe, "error"), "34 ring-page-order: out of range");
+
+    ASSERT_EQ(ask(fe, kInitialise), 0u);
+    ASSERT_TRUE(be_state_is(fe, "2"));
+    ASSERT_EQ(ask(fe, kPublishMissingKeys), 0u);
+    ASSERT_TRUE(be_state_is(fe, "6"));
+    EXPECT_EQ(be_read(fe, "error"), "2 notify-ref: missing");
+
+    EXPECT_EQ(worker_pid(fe), pid) << "nothing crashed";
+    ASSERT_EQ(ask(fe, kInitialise), 0u);
+    connect(fe);
+    EXPECT_EQ(be_read(fe, "error"), "<No such file or directory>");
+    EXPECT_EQ(ask(fe, kHello), uint64_t{XENHSA_STATUS_OK});
+}
+
+TEST_F(ServiceTest, KilledWorkerTouchesOnlyItsGuest) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    connect(a);
+    connect(b);
+    const pid_t pid_a = worker_pid(a);
+    const pid_t pid_b = worker_pid(b);
+    ASSERT_GT(pid_a, 0);
+    ASSERT_GT(pid_b, 0);
+
+    ASSERT_EQ(::kill(pid_a, SIGKILL), 0);
+    EXPECT_TRUE(be_state_is(a, "6")) << "the supervisor marks the device Closed";
+    EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; })) << "unmap notification";
+    EXPECT_TRUE(eventually([&] { return process_gone(pid_a); })) << "the supervisor reaps";
+
+    // The other guest does not notice.
+    EXPECT_EQ(be_read(b, "state"), "4");
+    EXPECT_EQ(worker_pid(b), pid_b);
+    EXPECT_EQ(ask(b, kBeAlive), 1u);
+    EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
+
+    // The frontend reconnects and gets a fresh worker.
+    ASSERT_EQ(ask(a, kClose), 0u);
+    ASSERT_EQ(ask(a, kInitialise), 0u);
+    connect(a);
+    const pid_t fresh = worker_pid(a);
+    EXPECT_GT(fresh, 0);
+    EXPECT_NE(fresh, pid_a);
+    EXPECT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+}
+
+TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    connect(a);
+    connect(b);
+    const pid_t pid_a = worker_pid(a);
+    ASSERT_GT(pid_a, 0);
+
+    ASSERT_TRUE(sim::destroy_domain(sim_.dir(), a));
+    EXPECT_TRUE(eventually([&] { return process_gone(pid_a); }));
+    EXPECT_TRUE(eventually([&] { return device(a).is_null(); })) << "the device is forgotten";
+    EXPECT_EQ(be_read(b, "state"), "4");
+    EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
+}
+
+TEST_F(ServiceTest, StatusJsonShape) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    connect(a);
+    ASSERT_TRUE(be_state_is(b, "2"));
+
+    const auto r = run({XENHSA_CTL_BINARY, "--sim-dir", sim_.dir().string(), "status", "--json"});
+    ASSERT_TRUE(r.ok());
+    ASSERT_EQ(r.out.find('\n'), r.out.size() - 1) << "one line: " << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    ASSERT_TRUE(j.is_object());
+    ASSERT_TRUE(j.contains("domains"));
+    ASSERT_TRUE(j["domains"].is_array());
+    ASSERT_EQ(j["domains"].size(), 2u);
+    for (const auto& d : j["domains"]) {
+        ASSERT_TRUE(d["domid"].is_number_unsigned());
+        ASSERT_TRUE(d["state"].is_string());
+        for (const char* key :
+             {"mapped_pages", "pinned_pages", "lent_pages", "queues", "events", "handles"}) {
+            EXPECT_TRUE(d[key].is_number_unsigned()) << key;
+        }
+    }
+    EXPECT_EQ(device(a)["state"], "Connected");
+    EXPECT_EQ(device(b)["state"], "InitWait");
+
+    const auto table = run({XENHSA_CTL_BINARY, "--sim-dir", sim_.dir().string(), "status"});
+    EXPECT_TRUE(table.ok());
+    EXPECT_NE(table.out.find("Connected"), std::string::npos);
+}
+
+TEST_F(ServiceTest, OperatorRevokeAndQuotaChange) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    connect(a);
+    const std::string dir = sim_.dir().string();
+    const auto revoked =
+        run({XENHSA_CTL_BINARY, "--sim-dir", dir, "revoke", "--domid", std::to_string(a)});
+    EXPECT_TRUE(revoked.ok()) << revoked.out;
+    EXPECT_FALSE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "revoke", "--domid", "999"}).ok());
+    EXPECT_FALSE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "revoke", "--domid", std::to_string(a),
+                      "--handle", "0x1234"})
+                     .ok())
+        << "the guest holds no such handle";
+    EXPECT_EQ(be_read(a, "state"), "4") << "the connection stays up";
+    EXPECT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+
+    const auto quota = run({XENHSA_CTL_BINARY, "--sim-dir", dir, "quota", "--domid",
+                            std::to_string(a), "--set", "max_map_pages=16", "--json"});
+    ASSERT_TRUE(quota.ok()) << quota.out;
+    const auto j = nlohmann::json::parse(quota.out);
+    ASSERT_EQ(j["updated"].size(), 1u);
+    EXPECT_EQ(j["updated"][0]["revoked"], 0);
+    EXPECT_FALSE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "quota", "--set", "bogus=1"}).ok());
+}
+
+TEST_F(ServiceTest, SigtermRevokesEverythingAndExitsZero) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    connect(a);
+    const pid_t pid = worker_pid(a);
+    ASSERT_GT(pid, 0);
+    backend_->signal(SIGTERM);
+    const auto status = backend_->wait(kPatience);
+    ASSERT_TRUE(status);
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << *status;
+    EXPECT_EQ(be_read(a, "state"), "6");
+    EXPECT_EQ(ask(a, kBeAlive), 0u);
+    EXPECT_TRUE(process_gone(pid));
+    EXPECT_FALSE(fs::exists(sim_.dir() / "backend.sock"));
+}
+
+TEST_F(ServiceTest, UnpluggedDeviceLosesItsWorker) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    connect(a);
+    const pid_t pid = worker_pid(a);
+    ASSERT_GT(pid, 0);
+    ASSERT_TRUE(dom0_.store->rm(xen::kNoTx, backend_dir(0, {a, 0})));
+    EXPECT_TRUE(eventually([&] { return process_gone(pid); }));
+    EXPECT_TRUE(eventually([&] { return device(a).is_null(); }));
+    EXPECT_EQ(be_read(a, "state"), "<No such file or directory>") << "not re-created";
+    EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; }));
+}
+
+TEST_F(ServiceTest, TellsSystemdWhenReady) {
+    // A stand-in for systemd's notification socket.
+    const fs::path path = sim_.dir() / "notify.sock";
+    const int sock = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(sock, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    ASSERT_EQ(::bind(sock, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    start_backend({"NOTIFY_SOCKET=" + path.string()});
+    std::string got;
+    pollfd pfd{sock, POLLIN, 0};
+    if (::poll(&pfd, 1, static_cast<int>(std::chrono::milliseconds(kPatience).count())) > 0) {
+        char buf[256] = {};
+        const ssize_t n = ::recv(sock, buf, sizeof buf - 1, 0);
+        got.assign(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    }
+    ::close(sock);
+    EXPECT_NE(got.find("READY=1"), std::string::npos) << got;
+}
+
+TEST_F(ServiceTest, WorkersEndWhenTheSupervisorDies) {
+    // The orphaned worker becomes this process's child, so that the test reaps it.
+    ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    start_backend();
+    const auto a = add_guest("guest-a");
+    connect(a);
+    const pid_t pid = worker_pid(a);
+    ASSERT_GT(pid, 0);
+    backend_->signal(SIGKILL);
+    ASSERT_TRUE(backend_->wait(kPatience));
+    EXPECT_TRUE(be_state_is(a, "6")) << "the orphaned worker revokes and closes";
+    EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; }));
+    int status = 0;
+    EXPECT_TRUE(eventually([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+}  // namespace
