@@ -3,11 +3,13 @@
 // global operator new counting.
 #include <boost/asio/post.hpp>
 
-#include "alloc_counter.hpp"
+#include <support/alloc_counter.hpp>
 #include "gpu_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 namespace {
+
+using xenhsa::testing::CountAllocations;
 
 HarnessOptions quiet() {
     HarnessOptions o;

@@ -6,11 +6,13 @@
 #include <functional>
 #include <set>
 
-#include "alloc_counter.hpp"
+#include <support/alloc_counter.hpp>
 #include "session_fixture.hpp"
 
 namespace xenhsa::hsa::test {
 namespace {
+
+using xenhsa::testing::CountAllocations;
 
 // The phase of a release call in the teardown order of docs/protocol.md §5.20.
 int phase(const Call& call, const std::set<Va>& queue_memory) {

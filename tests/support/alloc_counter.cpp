@@ -5,12 +5,12 @@
 
 namespace {
 
-thread_local int armed = 0;
-thread_local std::size_t counted = 0;
+thread_local int g_armed = 0;
+thread_local std::size_t g_count = 0;
 
 void* allocate(std::size_t size) {
-    if (armed > 0) {
-        ++counted;
+    if (g_armed > 0) {
+        ++g_count;
     }
     if (void* p = std::malloc(size == 0 ? 1 : size)) {
         return p;
@@ -19,8 +19,8 @@ void* allocate(std::size_t size) {
 }
 
 void* allocate_aligned(std::size_t size, std::align_val_t align) {
-    if (armed > 0) {
-        ++counted;
+    if (g_armed > 0) {
+        ++g_count;
     }
     const auto a = static_cast<std::size_t>(align);
     const std::size_t rounded = (size + a - 1) / a * a;
@@ -32,14 +32,15 @@ void* allocate_aligned(std::size_t size, std::align_val_t align) {
 
 }  // namespace
 
-namespace xenhsa::backend::core::testing {
+namespace xenhsa::testing {
 
-CountAllocations::CountAllocations() : start_(counted) { ++armed; }
-CountAllocations::~CountAllocations() { --armed; }
-std::size_t CountAllocations::count() const { return counted - start_; }
+CountAllocations::CountAllocations() : start_(g_count) { ++g_armed; }
+CountAllocations::~CountAllocations() { --g_armed; }
+std::size_t CountAllocations::count() const { return g_count - start_; }
 
-}  // namespace xenhsa::backend::core::testing
+}  // namespace xenhsa::testing
 
+// The replaceable global allocation functions.
 void* operator new(std::size_t size) { return allocate(size); }
 void* operator new[](std::size_t size) { return allocate(size); }
 void* operator new(std::size_t size, const std::nothrow_t&) noexcept {

@@ -1,12 +1,12 @@
 // Counts heap allocations made by the current thread while a CountAllocations is alive
-// (the test binary replaces the global operator new). Used to check that revoke_range()
-// and teardown() never allocate.
-#ifndef XENHSA_TESTS_HSA_ALLOC_COUNTER_HPP
-#define XENHSA_TESTS_HSA_ALLOC_COUNTER_HPP
+// (a test binary that links xenhsa::test_alloc_counter replaces the global operator new).
+// Used to check that revoke paths never allocate.
+#ifndef XENHSA_TESTS_SUPPORT_ALLOC_COUNTER_HPP
+#define XENHSA_TESTS_SUPPORT_ALLOC_COUNTER_HPP
 
 #include <cstddef>
 
-namespace xenhsa::hsa::test {
+namespace xenhsa::testing {
 
 class CountAllocations {
 public:
@@ -21,6 +21,6 @@ private:
     std::size_t start_;
 };
 
-}  // namespace xenhsa::hsa::test
+}  // namespace xenhsa::testing
 
 #endif
