@@ -17,6 +17,8 @@
 #include <xenhsa/backend/service/worker_process.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 
+#include "worker_answers.hpp"
+
 namespace xenhsa::backend::service {
 
 namespace {
@@ -508,78 +510,29 @@ private:
     // answers with {"ok":..., <key>: [device status...]}.
     void ask_workers(std::optional<xen::DomId> domid, const nlohmann::json& request,
                      const char* key, ControlServer::Reply reply) {
-        struct Gather {
-            std::vector<nlohmann::json> entries;
-            std::size_t left = 1;
-            std::string error;  // the first worker's failure
-            std::string key;
-            bool want_handle = false;  // a revoke of one handle: some worker must have it
-            bool handle_found = false;
-            ControlServer::Reply reply;
-            void done() {
-                if (--left != 0) {
-                    return;
-                }
-                if (want_handle && !handle_found && error.empty()) {
-                    error = "no device of the domain has that MAP or LEND handle";
-                }
-                nlohmann::json answer = {{"ok", error.empty()}, {key, entries}};
-                if (!error.empty()) {
-                    answer["error"] = error;
-                }
-                reply(answer);
-            }
-        };
-        auto gather = std::make_shared<Gather>();
-        gather->key = key;
-        gather->want_handle = request.contains("handle");
-        gather->reply = std::move(reply);
+        if (domid && std::none_of(devices_.begin(), devices_.end(),
+                                  [&](const auto& d) { return d.first.fe == *domid; })) {
+            reply(error_reply("domain " + std::to_string(*domid) + " has no device"));
+            return;
+        }
+        auto answers = std::make_shared<WorkerAnswers>(key, request.contains("handle"),
+                                                       std::move(reply));
         for (auto& [id, dev] : devices_) {
             if (domid && id.fe != *domid) {
                 continue;
             }
-            const std::size_t index = gather->entries.size();
-            gather->entries.push_back(offline_status(dev));
+            const std::size_t index = answers->add(offline_status(dev));
             if (!dev.worker) {
                 continue;
             }
-            ++gather->left;
+            answers->expect();
             const pid_t pid = dev.worker->pid();
-            dev.worker->request(
-                request, options_.worker_answer_timeout,
-                [gather, index, id = id, pid](std::optional<nlohmann::json> a) {
-                    auto& entry = gather->entries[index];
-                    std::optional<DeviceStatus> status;
-                    std::string failure = "worker not answering";
-                    if (a && json_bool(*a, "ok") == true && a->contains("status")) {
-                        status = device_status_from_json((*a)["status"]);
-                    } else if (a) {
-                        failure = std::string(json_string(*a, "error").value_or("worker refused"));
-                    }
-                    if (a && json_bool(*a, "revoked_handle") == true) {
-                        gather->handle_found = true;
-                    }
-                    if (status) {
-                        status->id = id;  // a worker speaks for its device only
-                        entry = to_json(*status);
-                        entry["worker_pid"] = pid;
-                        if (const auto n = json_uint((*a)["status"], "revoked")) {
-                            entry["revoked"] = *n;
-                        }
-                    } else {
-                        entry["error"] = failure;
-                        if (gather->error.empty()) {
-                            gather->error = "device " + to_string(id) + ": " + failure;
-                        }
-                    }
-                    gather->done();
-                });
+            dev.worker->request(request, options_.worker_answer_timeout,
+                                [answers, index, id = id, pid](std::optional<nlohmann::json> a) {
+                                    answers->answer(index, id, pid, a);
+                                });
         }
-        if (domid && gather->entries.empty()) {
-            gather->reply(error_reply("domain " + std::to_string(*domid) + " has no device"));
-            return;
-        }
-        gather->done();
+        answers->done();
     }
 
     // A device's status as the supervisor sees it, without asking its worker.
