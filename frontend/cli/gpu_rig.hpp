@@ -145,6 +145,10 @@ inline std::optional<uint32_t> open_gpu(Harness &h, Report &report, const GpuOpt
     return found.value();
 }
 
+// vector_add of `n` floats on a fresh rig, result checked ("result"); the rig is torn
+// down with `live_after` handles left to the caller. true when the result held.
+bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after);
+
 }  // namespace xenhsa::frontend::cli
 
 #endif

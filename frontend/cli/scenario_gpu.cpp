@@ -17,18 +17,11 @@
 
 namespace xenhsa::frontend::cli {
 
-
-int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
+bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after)
 {
-    Report report("vecadd");
-    Harness h(options, report);
-    const auto node = open_gpu(h, report, gpu);
-    if (!node) {
-        return report.finish();
-    }
     GpuRig rig(h, report);
-    const uint32_t n = gpu.elements;
-    if (rig.setup(3 * std::size_t{n} * sizeof(float) + 1024, *node)) {
+    bool held = false;
+    if (rig.setup(3 * std::size_t{n} * sizeof(float) + 1024, node)) {
         auto kernel = rig.kernel(XENHSA_KERNEL_NAME_VECTOR_ADD, sizeof(xenhsa_kernarg_vector_add));
         float *a = rig.carve<float>(n);
         float *b = rig.carve<float>(n);
@@ -49,11 +42,21 @@ int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
                 for (uint32_t i = 0; i < n; ++i) {
                     wrong += c[i] == static_cast<float>(3 * i) ? 0 : 1;
                 }
-                report.check("result", wrong == 0, fmt::format("n={} wrong={}", n, wrong));
+                held = report.check("result", wrong == 0, fmt::format("n={} wrong={}", n, wrong));
             }
         }
     }
-    rig.teardown();
+    rig.teardown(live_after);
+    return held;
+}
+
+int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
+{
+    Report report("vecadd");
+    Harness h(options, report);
+    if (const auto node = open_gpu(h, report, gpu)) {
+        vector_add(h, report, *node, gpu.elements, 0);
+    }
     return report.finish();
 }
 

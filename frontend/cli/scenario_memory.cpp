@@ -1,5 +1,6 @@
 // Memory scenarios: map (optionally held), lend, revoke of a lend, and a stress loop.
 #include "harness.hpp"
+#include "patterns.hpp"
 #include "scenarios.hpp"
 #include "stop_signal.hpp"
 
@@ -15,40 +16,6 @@
 
 namespace xenhsa::frontend::cli {
 
-namespace {
-
-// Word i of a buffer holds `seed + i`.
-void fill_pattern(std::span<std::byte> bytes, uint32_t seed)
-{
-    for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4) {
-        const uint32_t v = seed + static_cast<uint32_t>(i / 4);
-        std::memcpy(bytes.data() + i, &v, 4);
-    }
-}
-
-bool has_pattern(std::span<const std::byte> bytes, uint32_t seed)
-{
-    for (std::size_t i = 0; i + 4 <= bytes.size(); i += 4) {
-        uint32_t v = 0;
-        std::memcpy(&v, bytes.data() + i, 4);
-        if (v != seed + static_cast<uint32_t>(i / 4)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-bool all_zero(std::span<const std::byte> bytes)
-{
-    for (std::byte b : bytes) {
-        if (b != std::byte{0}) {
-            return false;
-        }
-    }
-    return true;
-}
-
-}  // namespace
 
 int run_map(const GlobalOptions &options, const MapOptions &map)
 {
