@@ -1,6 +1,6 @@
 #include "platform_open.hpp"
 
-#include "toolstack.hpp"
+#include <xenhsa/frontend/toolstack.hpp>
 
 #include <spdlog/spdlog.h>
 

@@ -138,4 +138,8 @@ void GpuSession::doorbell(uint32_t index, uint64_t value) noexcept {
     (void)s.device.ring_doorbell(s.doorbell_queue[index], value);
 }
 
+bool GpuSession::track_kicks(uint32_t* kick_requested) noexcept {
+    return impl_->device.track_kicks(kick_requested);
+}
+
 }  // namespace xenhsa::hsa

@@ -69,6 +69,7 @@ SoftAgent::SoftAgent(const SoftAgentOptions &options)
               signals_,
               pool_,
               *this,
+              kicks_,
               options_.max_inflight_dispatches,
               options_.idle_spin}
 {
@@ -222,6 +223,12 @@ Result<void> SoftAgent::ring_doorbell(QueueId id, uint64_t /*value*/)
     }
     it->second->doorbell();
     return boost::outcome_v2::success();
+}
+
+bool SoftAgent::track_kicks(uint32_t *kick_requested) noexcept
+{
+    kicks_.attach(kick_requested);
+    return true;
 }
 
 Result<EventInfo> SoftAgent::create_event(const EventSpec &spec)

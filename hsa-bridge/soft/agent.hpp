@@ -45,6 +45,7 @@ public:
     Result<QueueId> create_queue(const QueueSpec &spec) override;
     Result<void> destroy_queue(QueueId queue) override;
     Result<void> ring_doorbell(QueueId queue, uint64_t value) override;
+    bool track_kicks(uint32_t *kick_requested) noexcept override;
 
     Result<EventInfo> create_event(const EventSpec &spec) override;
     Result<void> destroy_event(EventId event) override;
@@ -68,6 +69,7 @@ private:
     std::mutex fault_mutex_;
     FaultHandler fault_handler_;
     soft::WorkerPool pool_;
+    soft::KickTracker kicks_;
     soft::AgentShared shared_;
     std::mutex queues_mutex_;
     std::map<QueueId, std::unique_ptr<soft::AqlQueue>> queues_;

@@ -5,6 +5,7 @@
 
 #include "address_space.hpp"
 #include "events.hpp"
+#include "kick_tracker.hpp"
 #include "signals.hpp"
 #include "worker_pool.hpp"
 
@@ -32,6 +33,7 @@ struct AgentShared {
     SignalHub &signals;
     WorkerPool &pool;
     QueueErrorSink &errors;
+    KickTracker &kicks;
     uint32_t max_inflight = 4;
     uint32_t idle_spin = 256;
 };

@@ -249,7 +249,11 @@ void AqlQueue::process_packets()
                 arrived = work_arrived(read_);
             }
             if (!arrived) {
-                wait_doorbell(seen, std::nullopt);
+                agent_.kicks.sleeping();
+                if (!work_arrived(read_)) {
+                    wait_doorbell(seen, std::nullopt);
+                }
+                agent_.kicks.awake();
             }
             continue;
         }
@@ -261,7 +265,9 @@ void AqlQueue::process_packets()
         case Step::stall:
             // The producer has reserved the slot but not yet stored its header. It rings
             // the doorbell after storing it; the timeout covers producers that do not.
+            agent_.kicks.sleeping();
             wait_doorbell(seen, stall);
+            agent_.kicks.awake();
             stall = std::min<std::chrono::microseconds>(stall * 2, kStallBackoffMax);
             break;
         case Step::stop:

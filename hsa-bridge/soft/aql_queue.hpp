@@ -10,7 +10,8 @@
 // A packet's completion signal is decremented after that, and after its release fence:
 // for a dispatch, when its last workgroup ends.
 //
-// Busy queues poll the write pointer; an idle queue sleeps until ring_doorbell. An error
+// Busy queues poll the write pointer; an idle queue asks for doorbell kicks (KickTracker)
+// and sleeps until ring_doorbell. An error
 // (a GPU page fault, an invalid packet) stops the queue for good: workgroups not started
 // are skipped, and the agent signals the error event and reports the fault once.
 #ifndef XENHSA_HSA_SOFT_AQL_QUEUE_HPP

@@ -229,15 +229,23 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
     // A backend now serves the ring (§2.7; the unmap notification clears it).
     xenhsa_index_store(&reinterpret_cast<xenhsa_sring*>(pages.ring.data())->be_alive, 1);
     if (pages.doorbell != nullptr) {
-        // Always ask for a kick after a doorbell store: the GPU side is driven by kicks.
-        __atomic_store_n(&pages.doorbell->kick_requested, 1u, __ATOMIC_RELEASE);
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        // A GPU side that polls its busy queues keeps the kick word itself; otherwise every
+        // doorbell store must kick, since the backend only looks at the page when woken.
+        if (seams.gpu != nullptr && seams.gpu->track_kicks(&pages.doorbell->kick_requested)) {
+            core->kick_tracker_ = seams.gpu;
+        } else {
+            __atomic_store_n(&pages.doorbell->kick_requested, 1u, __ATOMIC_RELEASE);
+            __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        }
     }
     core->driver_->start();
     return core;
 }
 
 GuestCore::~GuestCore() {
+    if (kick_tracker_ != nullptr) {
+        (void)kick_tracker_->track_kicks(nullptr);  // before the doorbell page goes
+    }
     driver_.reset();
     if (session_) {
         session_->set_async_sink(nullptr);

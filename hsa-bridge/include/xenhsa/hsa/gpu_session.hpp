@@ -77,6 +77,8 @@ public:
     Result<void> destroy_queue(Handle queue);
     // The guest's doorbell page slot `index` holds `value`; unknown indices are ignored.
     void doorbell(uint32_t index, uint64_t value) noexcept;
+    // KfdDevice::track_kicks of this session's device.
+    bool track_kicks(uint32_t *kick_requested) noexcept;
 
     struct EventCreated {
         Handle handle = 0;

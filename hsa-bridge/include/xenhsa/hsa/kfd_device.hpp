@@ -84,6 +84,16 @@ public:
     virtual Result<void> destroy_queue(QueueId queue) = 0;
     // The guest stored `value` (its new write dispatch id) in this queue's doorbell.
     virtual Result<void> ring_doorbell(QueueId queue, uint64_t value) = 0;
+    // Doorbell kicks (protocol doorbell.h). A device that polls the write pointers of its
+    // busy queues keeps `*kick_requested` (the guest's doorbell page word) at 1 while any
+    // queue sleeps and 0 while all poll, and returns true; it stops touching a word when
+    // track_kicks is called again (nullptr: none). A device that needs every doorbell, as
+    // hardware does, returns false: the caller keeps the word at 1.
+    virtual bool track_kicks(uint32_t *kick_requested) noexcept
+    {
+        (void)kick_requested;
+        return false;
+    }
 
     // --- events
     virtual Result<EventInfo> create_event(const EventSpec &spec) = 0;

@@ -44,8 +44,9 @@ using CoreFatal = std::function<void(std::string reason)>;
 class GuestCore {
 public:
     // Builds the session and the ring, sets be_alive = 1 in the ring header (the caller
-    // mapped the first ring page with the unmap notification on it), sets kick_requested
-    // on the doorbell page (the GPU side is driven by kicks), starts waiting on
+    // mapped the first ring page with the unmap notification on it), hands the doorbell
+    // page's kick_requested word to a GPU seam that tracks kicks or else sets it for good
+    // (the GPU side is then driven by kicks alone), starts waiting on
     // `events.fd()` and runs a first pass for requests published before the bind. EINVAL
     // for pages that do not fit the order. `events` must outlive the core.
     static Result<std::unique_ptr<GuestCore>> start(boost::asio::io_context& io,
@@ -83,6 +84,7 @@ private:
     std::unique_ptr<Session> session_;
     std::unique_ptr<RingServer> ring_;
     std::unique_ptr<Driver> driver_;
+    hsa::GpuSession* kick_tracker_ = nullptr;  // keeps the doorbell page's kick word
 };
 
 }  // namespace xenhsa::backend::core

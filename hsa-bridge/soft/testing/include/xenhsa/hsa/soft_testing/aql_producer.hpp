@@ -326,9 +326,14 @@ public:
     }
     void publish_write_index()
     {
+        store_write_index();
+        ring_doorbell();
+    }
+    // The write index alone, for producers that ring only when asked (doorbell kicks).
+    void store_write_index()
+    {
         std::atomic_ref<uint64_t>(*pointers_.at<uint64_t>(kWriteOffset))
             .store(next_, std::memory_order_release);
-        ring_doorbell();
     }
     void ring_doorbell() { check(device_.ring_doorbell(id_, next_), "ring_doorbell"); }
 

@@ -23,6 +23,8 @@ public:
     void dispatch_batch_and_wait(uint32_t count) override;
 
 private:
+    void wait_zero(uint32_t signal, const char *failure);
+
     std::unique_ptr<hsa::KfdDevice> device_;
     std::unique_ptr<hsa::soft_testing::GpuBuffer> data_;
     std::unique_ptr<hsa::soft_testing::GpuBuffer> kernarg_;

@@ -1,11 +1,11 @@
-#include "toolstack.hpp"
+#include <xenhsa/frontend/toolstack.hpp>
 
 #include <xenhsa/proto/xenbus.h>
 
 #include <cerrno>
 #include <string>
 
-namespace xenhsa::frontend::cli {
+namespace xenhsa::frontend {
 
 Result<bool> add_device(xen::Store &store, xen::DomId be, xen::DomId fe, uint32_t devid)
 {
@@ -66,4 +66,4 @@ Result<bool> add_device(xen::Store &store, xen::DomId be, xen::DomId fe, uint32_
     return std::error_code(EAGAIN, std::generic_category());
 }
 
-}  // namespace xenhsa::frontend::cli
+}  // namespace xenhsa::frontend

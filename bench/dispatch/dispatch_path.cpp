@@ -58,6 +58,17 @@ PathResult measure(DispatchPath &path, const BenchConfig &config)
     return result;
 }
 
+PathResult median(std::vector<PathResult> rounds)
+{
+    if (rounds.empty()) {
+        return {};
+    }
+    std::sort(rounds.begin(), rounds.end(), [](const PathResult &x, const PathResult &y) {
+        return x.dispatches_per_s < y.dispatches_per_s;
+    });
+    return rounds[rounds.size() / 2];
+}
+
 void print(const PathResult &r)
 {
     std::printf("path=%s dispatch_per_s=%.0f latency_us_p50=%.1f latency_us_p99=%.1f "

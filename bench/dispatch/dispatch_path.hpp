@@ -30,13 +30,15 @@ struct PathResult {
 
 struct BenchConfig {
     uint32_t latency_iterations = 2000;
-    uint32_t throughput_dispatches = 20000;
+    uint32_t throughput_dispatches = 50000;
     uint32_t batch = 64;
     uint32_t warmup = 100;
 };
 
 // Submit-to-signal latency of single dispatches, and throughput of batches.
 PathResult measure(DispatchPath &path, const BenchConfig &config);
+// The round with the median throughput (its latencies with it).
+PathResult median(std::vector<PathResult> rounds);
 // key=value lines, one per measurement.
 void print(const PathResult &result);
 

@@ -1,0 +1,40 @@
+// The embedded hypervisor and the backend as separate processes, as script/demo runs
+// them: `xenhsa-sim` and `xenhsa-backend --gpu soft` in a fresh temp dir, stopped
+// (SIGTERM, reaped) and removed at the end.
+#ifndef XENHSA_BENCH_EMBEDDED_SERVICES_HPP
+#define XENHSA_BENCH_EMBEDDED_SERVICES_HPP
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace xenhsa::bench {
+
+class EmbeddedServices {
+public:
+    // Throws std::runtime_error when a binary is missing or a socket does not appear in
+    // 10 s (whatever started is stopped again).
+    explicit EmbeddedServices(const std::filesystem::path &bin_dir);
+    EmbeddedServices(const EmbeddedServices &) = delete;
+    EmbeddedServices &operator=(const EmbeddedServices &) = delete;
+    ~EmbeddedServices();
+
+    [[nodiscard]] const std::filesystem::path &sim_dir() const { return dir_; }
+
+private:
+    void start(const std::filesystem::path &binary, const std::vector<std::string> &args,
+               const std::filesystem::path &socket);
+    void stop() noexcept;
+
+    std::filesystem::path dir_;
+    std::vector<pid_t> pids_;  // in start order; stopped in reverse
+};
+
+// The directory this binary was started from (where its sibling binaries are built).
+std::filesystem::path own_bin_dir();
+
+}  // namespace xenhsa::bench
+
+#endif
