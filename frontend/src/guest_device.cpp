@@ -237,6 +237,15 @@ Result<void> GuestDevice::handshake()
         }
         watching_ = true;
     }
+    // A device an earlier frontend used (Closed after its close, or anything else after it
+    // crashed) starts over from Initialising: only then does the backend advertise again
+    // and go back to InitWait (1.4 step 6). A fresh device already is at Initialising.
+    if (auto own = store_.read(xen::kNoTx, fe_path_ + "/" XENHSA_XS_STATE);
+        own && own.value() != std::to_string(XENHSA_XB_INITIALISING)) {
+        if (auto w = write_state(XENHSA_XB_INITIALISING); !w) {
+            return w.error();
+        }
+    }
 
     // Step 2 is the backend's: versions, max-ring-page-order, InitWait.
     for (;;) {

@@ -8,20 +8,27 @@
 #
 # Usage: run-xen-qemu.sh --work DIR --dom0-test PATH --domu-test PATH
 #                        [--dom0-args "ARGS"] [--domu-args "ARGS"]
-#                        [--timeout SECONDS]
+#                        [--dom0-file SRC[:DEST]]... [--domu-file SRC[:DEST]]...
+#                        [--name NAME] [--timeout SECONDS]
 #   --work DIR        cache/work dir (downloaded .debs, unpacked kernel and
 #                     hypervisor, base initramfs images, serial.log)
-#   --dom0-test PATH  program run in dom0 as `PATH DOM0_ARGS` with
-#                     XENHSA_PEER_DOMID=<domU domid>; its exit status decides
-#   --domu-test PATH  program run in the domU as `PATH DOMU_ARGS`; it must
-#                     exit 0 as well
+#   --dom0-test PATH  program (or shell script) run in dom0 as `PATH DOM0_ARGS`
+#                     with XENHSA_PEER_DOMID=<domU domid>; its exit status decides
+#   --domu-test PATH  program (or shell script) run in the domU as
+#                     `PATH DOMU_ARGS`; it must exit 0 as well
 #   --dom0-args/--domu-args  argument strings (default "map" / "offer")
+#   --dom0-file/--domu-file SRC[:DEST]  another program or file for that
+#                     domain's initramfs, at DEST (default /usr/bin/NAME), with
+#                     the libraries `ldd` lists (repeatable)
+#   --name NAME       keep this run's files apart from other tests sharing the
+#                     work dir (and its download cache): WORK/run-NAME and
+#                     WORK/serial-NAME.log instead of WORK/run and WORK/serial.log
 #   --timeout S       hard limit for the QEMU run (default 600)
 #
 # Exit status: 0 pass, 1 fail, 77 prerequisite missing and not installable
 # (ctest SKIP_RETURN_CODE; set XENHSA_XEN_QEMU_NO_SKIP=1 to turn it into 1).
-# The serial console log is always kept in WORK/serial.log and printed in
-# full on failure.
+# The serial console log is always kept in WORK/serial.log (serial-NAME.log)
+# and printed in full on failure.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -32,6 +39,9 @@ dom0_test=""
 domu_test=""
 dom0_args="map"
 domu_args="offer"
+dom0_files=()
+domu_files=()
+name=""
 timeout_s=600
 
 msg() { echo "run-xen-qemu: $*"; }
@@ -51,8 +61,11 @@ while [[ $# -gt 0 ]]; do
         --domu-test) domu_test="$2"; shift 2 ;;
         --dom0-args) dom0_args="$2"; shift 2 ;;
         --domu-args) domu_args="$2"; shift 2 ;;
+        --dom0-file) dom0_files+=("$2"); shift 2 ;;
+        --domu-file) domu_files+=("$2"); shift 2 ;;
+        --name) name="$2"; shift 2 ;;
         --timeout) timeout_s="$2"; shift 2 ;;
-        -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
         *) die "unknown argument: $1" ;;
     esac
 done
@@ -61,6 +74,7 @@ done
 [[ -x "$dom0_test" ]] || die "dom0 test binary not found: $dom0_test"
 [[ -x "$domu_test" ]] || die "domU test binary not found: $domu_test"
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || die "bad --timeout: $timeout_s"
+[[ -z "$name" || "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name: $name"
 
 t_start=$SECONDS
 mkdir -p "$work"
@@ -104,6 +118,10 @@ fi
 libgcc_s=/lib/x86_64-linux-gnu/libgcc_s.so.1
 [[ -f "$libgcc_s" ]] || skip "libgcc_s.so.1 not found"
 libgcc_s="$(readlink -f "$libgcc_s")"
+# Checked after the prerequisites: a --domu-file may be one of them (/usr/bin/xenstore).
+for f in ${dom0_files[@]+"${dom0_files[@]}"} ${domu_files[@]+"${domu_files[@]}"}; do
+    [[ -f "${f%%:*}" ]] || die "file not found: ${f%%:*}"
+done
 
 # ---------------------------------------------------------------- downloads
 # The hypervisor and kernel are only downloaded and unpacked, never installed.
@@ -317,13 +335,32 @@ if [[ "$(cat "$img/.stamp" 2>/dev/null || true)" != "$base_stamp" ]]; then
     echo "$base_stamp" > "$img/.stamp"
 fi
 
+# add_files ROOT SRC[:DEST]...: the --dom0-file / --domu-file entries. Debug info is
+# stripped from the copies (Debug builds of the product are tens of MB; the domU's
+# ramdisk must fit its memory); the symbols stay.
+add_files() {
+    local root="$1"
+    shift
+    local f src dest
+    for f in "$@"; do
+        src="${f%%:*}"
+        dest="${f#*:}"
+        [[ "$f" == *:* ]] || dest="/usr/bin/$(basename "$src")"
+        copy_bin "$root" "$(readlink -f "$src")" "$dest"
+        if command -v strip >/dev/null; then
+            strip --strip-debug "$root$dest" 2>/dev/null || true
+        fi
+    done
+}
+
 # Per-run layer with the test binaries, appended as a second cpio archive.
-run="$work/run"
+run="$work/run${name:+-$name}"
 rm -rf "$run"
 mkdir -p "$run"
 r="$run/domu-test-root"
 mkdir -p "$r/test"
 copy_bin "$r" "$domu_test" /test/domu-test
+add_files "$r" ${domu_files[@]+"${domu_files[@]}"}
 install -D -m 0644 "$libgcc_s" "$r/lib/x86_64-linux-gnu/libgcc_s.so.1"
 echo "$domu_args" > "$r/test/domu-args"
 (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
@@ -333,6 +370,7 @@ cat "$img/domu-base.cpio" "$run/domu-test.cpio" | gzip -6 > "$run/domu-initrd.gz
 r="$run/dom0-test-root"
 mkdir -p "$r/test" "$r/root"
 copy_bin "$r" "$dom0_test" /test/dom0-test
+add_files "$r" ${dom0_files[@]+"${dom0_files[@]}"}
 echo "$dom0_args" > "$r/test/dom0-args"
 cp "$run/domu-initrd.gz" "$r/root/domu-initrd.gz"
 pack "$r" "$run/dom0-test.cpio.gz"
@@ -340,7 +378,7 @@ cat "$img/dom0-base.cpio.gz" "$run/dom0-test.cpio.gz" > "$run/dom0-initrd.gz"
 rm -rf "$run/domu-test-root" "$run/dom0-test-root"
 
 # ---------------------------------------------------------------- boot
-log="$work/serial.log"
+log="$work/serial${name:+-$name}.log"
 rm -f "$log"
 msg "setup took $((SECONDS - t_start))s; booting Xen under QEMU/TCG (limit ${timeout_s}s)"
 msg "serial log: $log"
@@ -379,11 +417,14 @@ set -e
 qpid=""
 elapsed=$((SECONDS - t_boot))
 
-# On a pass: the init script's steps and the tests' verdicts (the full exchange between
-# dom0 and the domU, "XENHSA-DOM0: > cmd" / "domU| XENHSA-PEER: cmd -> reply", stays in
-# the serial log).
+# On a pass: the init script's steps and the tests' verdicts: gtest results, and the
+# "check NAME ok|FAIL" / "summary ..." lines of xenhsa-guest and backend-guest.dom0 (the
+# full exchange between dom0 and the domU, "XENHSA-DOM0: > cmd" / "domU| XENHSA-PEER:
+# cmd -> reply", stays in the serial log).
 summary() {
-    grep -aE 'XENHSA-(INIT|DOMU-EXIT)|^\[ *(OK|PASSED|FAILED|SKIPPED) *\]' "$log" || true
+    grep -aE 'XENHSA-(INIT|DOMU-EXIT)|^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|^(domU\| )?(check|summary) ' \
+        "$log" || true
+    grep -aqE "XENHSA-PEER: " "$log" || return 0
     msg "some of the domU's grant and event commands (all in the serial log):"
     local c
     for c in share map probe-write notify wait-event; do

@@ -36,7 +36,9 @@ public:
     GuestDevice &operator=(const GuestDevice &) = delete;
     ~GuestDevice() override;  // close(), best effort
 
-    // Handshake, guest side: waits for the backend's InitWait, reads versions and
+    // Handshake, guest side: a device an earlier frontend left (its state is not
+    // Initialising, e.g. Closed) goes back to Initialising first, so that the backend
+    // advertises again; then it waits for the backend's InitWait, reads versions and
     // max-ring-page-order, grants zeroed pages (ring header set up as SHARED_RING_INIT),
     // binds an unbound port for the backend, writes every key and state Initialised in
     // one transaction, waits for the backend's Connected and then writes Connected.
