@@ -112,7 +112,10 @@ Result<GuestPlatform> open_platform(const GlobalOptions &options)
     }
     if (options.xen) {
 #if XENHSA_GUEST_HAVE_XEN
-        auto platform = xen::real::open_real_platform({false, false, true});
+        xen::real::RealOptions real;
+        real.want_domctl = false;
+        real.quiet = true;
+        auto platform = xen::real::open_real_platform(real);
         if (!platform) {
             return platform.error();
         }

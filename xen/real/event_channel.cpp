@@ -140,6 +140,9 @@ Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions &opti
     if (!h) {
         return detail::last_error();
     }
+    if (options.restrict_to && xenevtchn_restrict(h.get(), *options.restrict_to) != 0) {
+        return detail::last_error();
+    }
     const int fd = xenevtchn_fd(h.get());
     // Non-blocking as well as polled (see pending()): belt and braces, and what Asio
     // expects of a descriptor it waits on.

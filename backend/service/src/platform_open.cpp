@@ -23,10 +23,14 @@ void restrict_to(xen::Platform& platform, PlatformRole role) noexcept {
 #endif
 
 #if XENHSA_SERVICE_HAVE_REAL
-xen::Result<xen::Platform> open_real(PlatformRole role) {
+xen::Result<xen::Platform> open_real(PlatformRole role, xen::DomId guest) {
     xen::real::RealOptions options;
     options.want_foreign_memory = false;
     if (role == PlatformRole::worker) {
+        // Domain liveness is the supervisor's job: the worker reads its own domid from
+        // xenstore and needs no hypercall privilege.
+        options.want_domctl = false;
+        options.restrict_to = guest;
         return xen::real::open_real_platform(options);
     }
     xen::Platform platform;
@@ -50,14 +54,18 @@ xen::Result<xen::Platform> open_real(PlatformRole role) {
 
 }  // namespace
 
-xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role) {
+xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role,
+                                         xen::DomId guest) {
     if (choice.xen) {
 #if XENHSA_SERVICE_HAVE_REAL
-        return open_real(role);
+        return open_real(role, guest);
 #else
         return xen::errc(std::errc::not_supported);
 #endif
     }
+    // The simulator has no per-domain restriction of a dom0 connection: a worker there
+    // only drops the components it does not need.
+    (void)guest;
 #if XENHSA_SERVICE_HAVE_SIM
     auto platform = xen::sim::attach(choice.sim_dir, 0);
     if (!platform) {

@@ -151,7 +151,7 @@ int run_worker(const WorkerOptions& options) {
     setup_logging("worker " + to_string(options.device), options.log_level, options.device);
     std::signal(SIGPIPE, SIG_IGN);
 
-    auto platform = open_platform(options.platform, PlatformRole::worker);
+    auto platform = open_platform(options.platform, PlatformRole::worker, options.device.fe);
     if (!platform) {
         spdlog::error("cannot open the hypervisor: {}", platform.error().message());
         return 1;

@@ -17,12 +17,15 @@ enum class PlatformRole : uint8_t {
     // Store and domain liveness only: the supervisor never touches guest memory.
     supervisor,
     // Everything one guest device needs, without foreign memory (a worker serves a
-    // guest through grants only).
+    // guest through grants only) and, on Xen, without privcmd (no libxenctrl), with its
+    // event channel handle restricted to the guest's domain.
     worker,
 };
 
-// ENOTSUP when this build has no implementation of the chosen hypervisor.
-xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role);
+// ENOTSUP when this build has no implementation of the chosen hypervisor. `guest`: the
+// frontend domain a worker serves (unused for the supervisor).
+xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformRole role,
+                                         xen::DomId guest = 0);
 
 }  // namespace xenhsa::backend::service
 

@@ -13,6 +13,7 @@
 #include <xenhsa/xen/platform.hpp>
 
 #include <memory>
+#include <optional>
 
 namespace xenhsa::xen::real {
 
@@ -25,6 +26,11 @@ struct RealOptions {
     bool want_domctl = true;
     // Silence the libraries' own error logging to stderr (errors are still returned).
     bool quiet = false;
+    // Restrict the handles that can be restricted to this one peer domain: the event
+    // channel handle (xenevtchn_restrict: interdomain and unbound ports with that domain
+    // only). libxengnttab has no such call, and xenstore is not restricted (the backend
+    // writes its own directory); a process that wants fewer rights opens fewer components.
+    std::optional<DomId> restrict_to;
 };
 
 // Opens every component. self() is read from xenstore ("domid") here.
