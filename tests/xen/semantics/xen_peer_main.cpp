@@ -26,8 +26,9 @@ int fail(const std::string& why) {
 }
 
 int serve(std::chrono::seconds timeout) {
-    auto platform = x::real::open_real_platform(
-        {.want_foreign_memory = false, .want_domctl = false, .quiet = false});
+    x::real::RealOptions options;
+    options.want_domctl = false;
+    auto platform = x::real::open_real_platform(options);
     if (!platform) return fail("open_real_platform: " + platform.error().message());
     auto chan = x::real::open_store({});
     if (!chan) return fail("open_store: " + chan.error().message());
