@@ -6,14 +6,18 @@ namespace xenhsa::xen {
 
 Result<uint64_t> parse_store_uint(std::string_view value, uint64_t max)
 {
-    if (value.empty() || value.size() > 20 || (value.size() > 1 && value.front() == '0')) {
+    // The spelling first, then the range: a malformed text is EINVAL wherever its fault
+    // lies, and only a well-formed number above `max` (however long) is ERANGE.
+    if (value.empty() || (value.size() > 1 && value.front() == '0')) {
         return errno_code(EINVAL);
     }
-    uint64_t result = 0;
     for (const char c : value) {
         if (c < '0' || c > '9') {
             return errno_code(EINVAL);
         }
+    }
+    uint64_t result = 0;
+    for (const char c : value) {
         const auto digit = static_cast<uint64_t>(c - '0');
         if (digit > max || result > (max - digit) / 10) {
             return errno_code(ERANGE);

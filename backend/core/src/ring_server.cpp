@@ -29,7 +29,13 @@ RingServer::Pass RingServer::serve(uint32_t budget) noexcept {
     }
     // 1. The producer index, once.
     const uint32_t rp = xenhsa_index_load(&shared()->req_prod);
-    if (xenhsa_ring_req_prod_overflow(rp, rsp_prod_pvt_, slots_)) {
+    // Past the ring, or behind what was consumed (it went backwards). The second can hide
+    // within `slots` of the responses while answers are owed (pending waits), and would
+    // have the loop below serve stale slots without end.
+    const auto ahead = [this](uint32_t index) {
+        return static_cast<uint32_t>(index - rsp_prod_pvt_);
+    };
+    if (xenhsa_ring_req_prod_overflow(rp, rsp_prod_pvt_, slots_) || ahead(rp) < ahead(req_cons_)) {
         disconnected_ = true;
         return Pass::disconnect;
     }
