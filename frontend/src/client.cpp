@@ -202,7 +202,8 @@ Result<uint32_t> Client::send(uint32_t cmd, std::span<const std::byte> payload)
 Result<uint32_t> Client::send_raw(const xenhsa_req_slot &slot)
 {
     // The payload check needs the request as the backend will see it.
-    SentRequest sent{slot.hdr.cmd, Payload::of(std::as_bytes(std::span(slot.payload)))};
+    SentRequest sent{slot.hdr.cmd, Payload::of(std::as_bytes(std::span(slot.payload))),
+                     xenhsa_check_req(&slot) == XENHSA_STATUS_OK};
     return submit(sent, &slot);
 }
 

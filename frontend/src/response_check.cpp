@@ -123,6 +123,9 @@ uint32_t check_response(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noe
     if (rsp.hdr.status != XENHSA_STATUS_OK) {
         return XENHSA_STATUS_OK;
     }
+    if (!sent.valid) {
+        return XENHSA_STATUS_BAD_ARGUMENT;
+    }
     return check_ok_payload(rsp, sent);
 }
 

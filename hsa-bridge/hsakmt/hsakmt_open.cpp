@@ -90,9 +90,10 @@ HsakmtDevice::~HsakmtDevice() {
 // What a session left behind, in teardown order: queues, events, GPU mappings, memory.
 void HsakmtDevice::release_everything() noexcept {
     std::lock_guard lock(mutex_);
-    for (auto& [id, queue] : queues_) {
-        if (auto e = call([&] { return hsaKmtDestroyQueue(queue.id); })) {
-            spdlog::error("hsakmt: destroying queue {} at close: {}", id, e.message());
+    for (auto& entry : queues_) {
+        const auto queue_id = entry.second.id;  // not a structured binding: captured below
+        if (auto e = call([&] { return hsaKmtDestroyQueue(queue_id); })) {
+            spdlog::error("hsakmt: destroying queue {} at close: {}", entry.first, e.message());
         }
     }
     queues_.clear();

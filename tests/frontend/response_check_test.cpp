@@ -240,3 +240,18 @@ TEST(ResponseCheck, UnknownCommandMayOnlyGetAnError)
 }
 
 }  // namespace
+
+namespace {
+
+// A raw slot a hostile guest sent that fails its own checks: only an error may answer it.
+TEST(ResponseCheck, AnInvalidRawRequestMustNotBeAnsweredOk)
+{
+    SentRequest invalid = sent_handle(XENHSA_CMD_UNMAP);
+    invalid.valid = false;
+    EXPECT_EQ(check_response(rsp_empty(XENHSA_STATUS_OK), invalid), XENHSA_STATUS_BAD_ARGUMENT);
+    EXPECT_EQ(check_response(rsp_empty(XENHSA_STATUS_BAD_PAD), invalid), XENHSA_STATUS_OK);
+    EXPECT_EQ(check_response(rsp_empty(XENHSA_STATUS_OK), sent_handle(XENHSA_CMD_UNMAP)),
+              XENHSA_STATUS_OK);
+}
+
+}  // namespace

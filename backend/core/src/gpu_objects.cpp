@@ -42,7 +42,8 @@ bool GpuObjects::queue_touches(const Queue& q, uint64_t va, uint64_t size,
     if (any_queue_range(q, [&](uint64_t r, uint64_t rs) { return overlaps(r, rs, va, size); })) {
         return true;
     }
-    for (const auto& [h, m] : memory_) {
+    for (const auto& entry : memory_) {
+        const auto& m = entry.second;  // not a structured binding: the lambda captures it
         if ((pins_only && m.alloc) || !overlaps(m.va, m.size, va, size)) {
             continue;
         }

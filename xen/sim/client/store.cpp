@@ -118,7 +118,7 @@ public:
 
     Result<void> watch(std::string_view path, std::string_view token) override {
         return guard([&]() -> Result<void> {
-            watches_.emplace_back(absolute(path), std::string(token));
+            watches_.push_back(Watch{absolute(path), std::string(token)});
             auto r = simple(wire::Op::store_watch, kNoTx, path, token);
             if (!r) watches_.pop_back();
             return r;

@@ -48,6 +48,9 @@ struct Payload {
 struct SentRequest {
     uint32_t cmd = 0;
     Payload payload;
+    // The request passes xenhsa_check_req (false only for raw slots a hostile guest
+    // sends): a backend must never answer an invalid request OK.
+    bool valid = true;
 };
 
 // A response that passed check_response.
