@@ -146,8 +146,11 @@ inline std::optional<uint32_t> open_gpu(Harness &h, Report &report, const GpuOpt
 }
 
 // vector_add of `n` floats on a fresh rig, result checked ("result"); the rig is torn
-// down with `live_after` handles left to the caller. true when the result held.
-bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after);
+// down with `live_after` handles left to the caller. true when the result held. With
+// `rounds` other than 1 it repeats (0: until SIGTERM/SIGINT) with several packets in flight
+// per round, and prints `info repeating domid=N ...` once the first round is done.
+bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after,
+                uint32_t rounds = 1);
 
 }  // namespace xenhsa::frontend::cli
 

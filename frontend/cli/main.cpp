@@ -143,8 +143,12 @@ int main(int argc, char **argv)
         sub->add_option("--elements", gpu.elements, "elements per buffer")
             ->check(CLI::Range(1u, 1u << 22));
     };
-    gpu_options(command("vecadd", "c = a + b on the GPU (built-in vector_add)",
-                        [&] { return run_vecadd(global, gpu); }));
+    auto *vecadd = command("vecadd", "c = a + b on the GPU (built-in vector_add)",
+                           [&] { return run_vecadd(global, gpu); });
+    gpu_options(vecadd);
+    vecadd->add_option("--repeat", gpu.repeat,
+                       "rounds of several packets in flight, each checked; 0: until "
+                       "SIGTERM/SIGINT");
     auto *saxpy = command("saxpy", "y = a * x + y on the GPU (built-in saxpy)",
                           [&] { return run_saxpy(global, gpu); });
     gpu_options(saxpy);

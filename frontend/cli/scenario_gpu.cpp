@@ -3,6 +3,7 @@
 #include "gpu_rig.hpp"
 #include "harness.hpp"
 #include "scenarios.hpp"
+#include "stop_signal.hpp"
 
 #include <xenhsa/hsa/builtin_kernels.h>
 #include <xenhsa/frontend/aql_queue.hpp>
@@ -13,20 +14,69 @@
 #include <algorithm>
 #include <cstring>
 #include <optional>
+#include <span>
+#include <string>
 #include <vector>
 
 namespace xenhsa::frontend::cli {
 
-bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after)
+namespace {
+
+// Packets per round of a repeated vecadd, each on its own slice: several in flight at once.
+constexpr uint32_t kRepeatBatch = 4;
+
+// `rounds` rounds (0: until SIGTERM/SIGINT) of the `args.size()` packets; one check.
+bool repeat_vector_add(Harness &h, Report &report, GpuRig &rig, const xenhsa_kernel_info &kernel,
+                       std::span<const xenhsa_kernarg_vector_add> args, float *c, uint32_t n,
+                       amd_signal_t &done, uint32_t rounds)
+{
+    const auto batch = static_cast<uint32_t>(args.size());
+    uint32_t round = 0;
+    uint32_t wrong = 0;
+    std::string failure;
+    for (; (rounds == 0 || round < rounds) && !stop_requested() && failure.empty() && wrong == 0;
+         ++round) {
+        std::fill(c, c + n, -1.0f);
+        aql::signal_store(done, batch);
+        for (const auto &slice : args) {
+            auto sent = rig.queue().dispatch(rig.dispatch_spec(kernel, &slice, slice.n, &done),
+                                             h.timeout());
+            if (!sent) {
+                failure = fmt::format(" round {} dispatch: {}", round, describe(sent.error()));
+                break;
+            }
+        }
+        if (failure.empty()) {
+            if (auto v = aql::signal_wait(done, HSA_SIGNAL_CONDITION_LT, 1, h.timeout()); !v) {
+                failure = fmt::format(" round {} wait: {}", round, describe(v.error()));
+            }
+        }
+        for (uint32_t i = 0; failure.empty() && i < n; ++i) {
+            wrong += c[i] == static_cast<float>(3 * i) ? 0 : 1;
+        }
+        if (round == 0 && rounds != 1) {
+            report.info(fmt::format("repeating domid={} batch={} n={}", h.guest().domid, batch, n));
+        }
+    }
+    return report.check("result", failure.empty() && wrong == 0 && round > 0,
+                        fmt::format("rounds={} batch={} n={} wrong={}{}", round, batch, n, wrong,
+                                    failure));
+}
+
+}  // namespace
+
+bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after,
+                uint32_t rounds)
 {
     GpuRig rig(h, report);
     bool held = false;
+    const uint32_t batch = rounds == 1 ? 1 : std::min(kRepeatBatch, n);
     if (rig.setup(3 * std::size_t{n} * sizeof(float) + 1024, node)) {
         auto kernel = rig.kernel(XENHSA_KERNEL_NAME_VECTOR_ADD, sizeof(xenhsa_kernarg_vector_add));
         float *a = rig.carve<float>(n);
         float *b = rig.carve<float>(n);
         float *c = rig.carve<float>(n);
-        auto *args = rig.carve<xenhsa_kernarg_vector_add>(1);
+        auto *args = rig.carve<xenhsa_kernarg_vector_add>(batch);
         amd_signal_t *done = rig.signal(1);
         if (kernel && a && b && c && args && done) {
             for (uint32_t i = 0; i < n; ++i) {
@@ -34,10 +84,18 @@ bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size
                 b[i] = static_cast<float>(2 * i);
                 c[i] = -1.0f;
             }
-            *args = {reinterpret_cast<uintptr_t>(a), reinterpret_cast<uintptr_t>(b),
-                     reinterpret_cast<uintptr_t>(c), n};
-            if (rig.submit("vector_add", rig.dispatch_spec(*kernel, args, n, done)) &&
-                rig.wait("vector_add", *done)) {
+            const uint32_t slice = (n + batch - 1) / batch;
+            for (uint32_t k = 0; k < batch; ++k) {
+                const uint32_t first = std::min(k * slice, n);
+                args[k] = {reinterpret_cast<uintptr_t>(a + first),
+                           reinterpret_cast<uintptr_t>(b + first),
+                           reinterpret_cast<uintptr_t>(c + first), std::min(slice, n - first)};
+            }
+            if (rounds != 1) {
+                held = repeat_vector_add(h, report, rig, *kernel, {args, batch}, c, n, *done,
+                                         rounds);
+            } else if (rig.submit("vector_add", rig.dispatch_spec(*kernel, args, n, done)) &&
+                       rig.wait("vector_add", *done)) {
                 uint32_t wrong = 0;
                 for (uint32_t i = 0; i < n; ++i) {
                     wrong += c[i] == static_cast<float>(3 * i) ? 0 : 1;
@@ -53,9 +111,12 @@ bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size
 int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
 {
     Report report("vecadd");
+    if (gpu.repeat != 1) {
+        catch_stop_signals();
+    }
     Harness h(options, report);
     if (const auto node = open_gpu(h, report, gpu)) {
-        vector_add(h, report, *node, gpu.elements, 0);
+        vector_add(h, report, *node, gpu.elements, 0, gpu.repeat);
     }
     return report.finish();
 }

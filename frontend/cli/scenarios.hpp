@@ -52,6 +52,7 @@ struct GpuOptions {
     float a = 2.5f;                // saxpy
     uint32_t value = 0x01020304;   // fill-checksum, barrier-chain
     uint32_t links = 4;            // barrier-chain
+    uint32_t repeat = 1;           // vecadd rounds; 0: until SIGTERM/SIGINT
 };
 int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu);
 int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu);

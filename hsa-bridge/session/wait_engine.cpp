@@ -6,6 +6,7 @@
 #include <chrono>
 #include <exception>
 #include <system_error>
+#include <utility>
 
 #include "fatal.hpp"
 #include "object_pool.hpp"
@@ -134,6 +135,20 @@ bool WaitEngine::cancel(uint64_t wait) noexcept {
     return true;
 }
 
+void WaitEngine::restore(const Request& request, uint32_t consumed) noexcept {
+    for (uint32_t i = 0; i < request.count; ++i) {
+        if ((consumed & (1u << i)) == 0) {
+            continue;
+        }
+        // The event cannot be gone: destroying it waits until no wait naming it is in
+        // the device (cancel_tag), and this wait still counts as in the device.
+        if (auto set = device_.set_event(request.ids[i]); !set) {
+            spdlog::warn("gpu session: re-setting an event a cancelled wait consumed: {}",
+                         set.error().message());
+        }
+    }
+}
+
 void WaitEngine::cancel_tag(uint32_t tag) noexcept {
     std::unique_lock lock(mutex_);
     scratch_.clear();
@@ -206,9 +221,17 @@ void WaitEngine::run(Slot& slot) noexcept {
         Outcome outcome = wait_on_device(request, cancel_event);
         lock.lock();
 
+        // A cancel may come at any moment until the state leaves `pending`: restore
+        // outside the lock, then look again.
+        while (slot.state == State::cancelling && outcome.consumed != 0) {
+            const uint32_t consumed = std::exchange(outcome.consumed, 0);
+            lock.unlock();
+            restore(request, consumed);
+            lock.lock();
+        }
         slot.in_device = false;
         if (slot.state == State::cancelling) {
-            outcome = {WaitEnd::cancelled, 0};
+            outcome = {WaitEnd::cancelled, 0, 0};
         }
         slot.state = State::finishing;
         --pending_;
@@ -268,30 +291,31 @@ WaitEngine::Outcome WaitEngine::wait_on_device(const Request& request,
             device_.wait_events(std::span<const EventId>(list.data(), n), false, timeout_ms);
         if (!result) {
             if (result.error() == std::errc::timed_out) {
-                return {WaitEnd::timeout, 0};
+                return {WaitEnd::timeout, 0, fired};
             }
             spdlog::warn("gpu session: device wait failed: {}", result.error().message());
-            return {WaitEnd::failed, 0};
+            return {WaitEnd::failed, 0, fired};
         }
         const uint32_t mask = result.value();
-        if ((mask & cancel_bit) != 0) {
-            return {WaitEnd::cancelled, 0};
-        }
-        if (mask == 0 || mask >= cancel_bit) {
+        if (mask == 0 || mask >= (cancel_bit << 1)) {
             spdlog::warn("gpu session: device wait returned the impossible mask {:#x}", mask);
-            return {WaitEnd::failed, 0};
+            return {WaitEnd::failed, 0, fired};
         }
+        // The events that fired together with the cancel event were consumed too.
         for (uint32_t j = 0; j + 1 < n; ++j) {
             if ((mask & (1u << j)) != 0) {
                 fired |= 1u << index_of[j];
             }
         }
+        if ((mask & cancel_bit) != 0) {
+            return {WaitEnd::cancelled, 0, fired};
+        }
         if (!request.all) {
-            return {WaitEnd::fired, fired};
+            return {WaitEnd::fired, fired, fired};
         }
         waiting &= ~fired;
         if (waiting == 0) {
-            return {WaitEnd::fired, all_bits};
+            return {WaitEnd::fired, all_bits, fired};
         }
     }
 }

@@ -72,11 +72,15 @@ private:
     struct Outcome {
         WaitEnd end = WaitEnd::failed;
         uint32_t mask = 0;
+        uint32_t consumed = 0;  // request indexes whose (auto-reset) events the wait took
     };
 
     void run(Slot& slot) noexcept;
     Outcome wait_on_device(const Request& request, EventId cancel_event) noexcept;
     void fire_cancel(EventId cancel_event) noexcept;
+    // Sets again the events a cancelled wait consumed: once CANCELLED is answered (at
+    // once, before the wait leaves the device), the wait must have taken nothing.
+    void restore(const Request& request, uint32_t consumed) noexcept;
 
     KfdDevice& device_;
     const uint32_t max_waits_;

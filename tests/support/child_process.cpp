@@ -8,7 +8,8 @@
 #include <cerrno>
 #include <csignal>
 #include <stdexcept>
-#include <thread>
+
+#include "spawned_process.hpp"
 
 namespace xenhsa::testing {
 
@@ -103,18 +104,9 @@ ChildProcess::~ChildProcess() {
 
 std::optional<int> ChildProcess::wait(std::chrono::milliseconds timeout) {
     if (pid_ <= 0) return std::nullopt;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-        if (r == pid_) {
-            pid_ = -1;
-            return status;
-        }
-        if (r < 0 && errno != EINTR) return std::nullopt;
-        if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-        std::this_thread::sleep_for(2ms);
-    }
+    const auto status = wait_for_exit(pid_, timeout);
+    if (status) pid_ = -1;
+    return status;
 }
 
 void ChildProcess::kill(int sig) {

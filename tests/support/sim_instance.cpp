@@ -1,7 +1,6 @@
 #include "sim_instance.hpp"
 
 #include <gtest/gtest.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,8 @@
 #include <thread>
 #include <vector>
 #include <xenhsa/xen/sim/client.hpp>
+
+#include "spawned_process.hpp"
 
 namespace xenhsa::testing {
 
@@ -30,36 +31,9 @@ std::filesystem::path make_temp_dir() {
     return tmpl;
 }
 
-[[noreturn]] void exec_daemon(const std::filesystem::path& dir, pid_t parent) {
-    // The daemon must not outlive the test process, whatever happens to it.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    const char* level = std::getenv("XENHSA_SIM_LOG");
-    const std::string dir_arg = dir.string();
-    std::vector<const char*> argv{XENHSA_SIM_BINARY,
-                                  "--sim-dir",
-                                  dir_arg.c_str(),
-                                  "--log-level",
-                                  level != nullptr ? level : "warn",
-                                  nullptr};
-    ::execv(argv[0], const_cast<char* const*>(argv.data()));
-    ::_exit(127);
-}
-
 // Reaps `pid` within the timeout; its wait status, or -1.
-int reap(pid_t pid, std::chrono::steady_clock::duration timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-        int status = 0;
-        const pid_t r = ::waitpid(pid, &status, WNOHANG);
-        if (r == pid) return status;
-        if (r < 0 && errno != EINTR) return -1;
-        if (std::chrono::steady_clock::now() >= deadline) return -1;
-        std::this_thread::sleep_for(5ms);
-    }
+int reap(pid_t pid, std::chrono::milliseconds timeout) {
+    return wait_for_exit(pid, timeout).value_or(-1);
 }
 
 }  // namespace
@@ -67,19 +41,20 @@ int reap(pid_t pid, std::chrono::steady_clock::duration timeout) {
 SimInstance SimInstance::start() {
     SimInstance sim;
     sim.dir_ = make_temp_dir();
-    const pid_t parent = ::getpid();
-    sim.pid_ = ::fork();
+    // The daemon must not outlive the test process, whatever happens to it: spawn() ties
+    // it to this thread.
+    const char* level = std::getenv("XENHSA_SIM_LOG");
+    sim.pid_ = spawn({XENHSA_SIM_BINARY, "--sim-dir", sim.dir_.string(), "--log-level",
+                      level != nullptr ? level : "warn"});
     if (sim.pid_ < 0) throw std::runtime_error("SimInstance: fork failed");
-    if (sim.pid_ == 0) exec_daemon(sim.dir_, parent);
 
     const auto deadline = std::chrono::steady_clock::now() + kTimeout;
     for (;;) {
         if (auto domains = xen::sim::list_domains(sim.dir_); domains) return sim;
-        int status = 0;
-        if (::waitpid(sim.pid_, &status, WNOHANG) == sim.pid_) {
+        if (const auto status = wait_for_exit(sim.pid_, 0ms)) {
             sim.pid_ = -1;
             throw std::runtime_error("SimInstance: xenhsa-sim exited at start (status " +
-                                     std::to_string(status) + ")");
+                                     std::to_string(*status) + ")");
         }
         if (std::chrono::steady_clock::now() >= deadline) {
             throw std::runtime_error("SimInstance: xenhsa-sim did not answer within 10 s");

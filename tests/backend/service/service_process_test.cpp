@@ -1,11 +1,9 @@
 // The service's processes on the simulated hypervisor: a real xenhsa-sim daemon, the
 // real xenhsa-backend (supervisor + workers) and xenhsa-ctl binaries, the test as
 // toolstack (dom0) and scripted frontends in forked children attached to guest domains.
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -21,15 +19,13 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sim_instance.hpp>
+#include <spawned_process.hpp>
 #include <string>
-#include <thread>
 #include <vector>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/sim/client.hpp>
 
 #include "scripted_frontend.hpp"
-
-extern char** environ;
 
 namespace {
 
@@ -41,125 +37,11 @@ using namespace xenhsa::test;
 using xenhsa::backend::service::backend_dir;
 using xenhsa::backend::service::DeviceId;
 using xenhsa::backend::service::frontend_dir;
-
-constexpr auto kPatience = 30s;  // generous: every process runs under ASan
-
-template <class Pred>
-bool eventually(Pred&& pred, std::chrono::milliseconds timeout = kPatience) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pred()) {
-        if (std::chrono::steady_clock::now() >= deadline) {
-            return false;
-        }
-        std::this_thread::sleep_for(10ms);
-    }
-    return true;
-}
-
-bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
-
-// A process this test started; SIGKILLed and reaped if it still runs at the end.
-class Process {
-public:
-    explicit Process(const std::vector<std::string>& args, int stdout_fd = -1,
-                     const std::vector<std::string>& extra_env = {}) {
-        std::vector<std::string> env_storage(extra_env);
-        for (char** e = environ; *e != nullptr; ++e) {
-            env_storage.emplace_back(*e);
-        }
-        std::vector<char*> envp;
-        for (auto& e : env_storage) {
-            envp.push_back(e.data());
-        }
-        envp.push_back(nullptr);
-        std::vector<char*> argv;
-        std::vector<std::string> storage = args;
-        for (auto& a : storage) {
-            argv.push_back(a.data());
-        }
-        argv.push_back(nullptr);
-        posix_spawn_file_actions_t actions;
-        posix_spawn_file_actions_init(&actions);
-        if (stdout_fd >= 0) {
-            posix_spawn_file_actions_adddup2(&actions, stdout_fd, 1);
-        }
-        if (::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), envp.data()) != 0) {
-            pid_ = -1;
-        }
-        posix_spawn_file_actions_destroy(&actions);
-    }
-    Process(const Process&) = delete;
-    Process& operator=(const Process&) = delete;
-    ~Process() {
-        if (pid_ > 0) {
-            ::kill(pid_, SIGKILL);
-            (void)wait(kPatience);
-        }
-    }
-    [[nodiscard]] pid_t pid() const { return pid_; }
-    void signal(int sig) const {
-        if (pid_ > 0) {
-            ::kill(pid_, sig);
-        }
-    }
-    // The wait status, or nullopt on timeout.
-    std::optional<int> wait(std::chrono::milliseconds timeout) {
-        if (pid_ <= 0) {
-            return std::nullopt;
-        }
-        const auto deadline = std::chrono::steady_clock::now() + timeout;
-        for (;;) {
-            int status = 0;
-            const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-            if (r == pid_) {
-                pid_ = -1;
-                return status;
-            }
-            if (std::chrono::steady_clock::now() >= deadline) {
-                return std::nullopt;
-            }
-            std::this_thread::sleep_for(5ms);
-        }
-    }
-
-private:
-    pid_t pid_ = -1;
-};
-
-struct Output {
-    int status = -1;
-    std::string out;
-    [[nodiscard]] bool ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-};
-
-// Runs a binary to its end and collects its stdout.
-Output run(const std::vector<std::string>& args) {
-    int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-        return {};
-    }
-    Process p(args, pipe_fds[1]);
-    ::close(pipe_fds[1]);
-    Output result;
-    char buf[4096];
-    const auto deadline = std::chrono::steady_clock::now() + kPatience;
-    for (;;) {
-        pollfd pfd{pipe_fds[0], POLLIN, 0};
-        if (::poll(&pfd, 1, 100) > 0) {
-            const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
-            if (n <= 0) {
-                break;
-            }
-            result.out.append(buf, static_cast<std::size_t>(n));
-        }
-        if (std::chrono::steady_clock::now() >= deadline) {
-            break;
-        }
-    }
-    ::close(pipe_fds[0]);
-    result.status = p.wait(kPatience).value_or(-1);
-    return result;
-}
+using xenhsa::testing::eventually;
+using xenhsa::testing::kPatience;
+using xenhsa::testing::Process;
+using xenhsa::testing::process_gone;
+using xenhsa::testing::run;
 
 class ServiceTest : public ::testing::Test {
 protected:

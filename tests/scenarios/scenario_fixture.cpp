@@ -1,0 +1,133 @@
+#include "scenario_fixture.hpp"
+
+#include <sys/wait.h>
+
+#include <charconv>
+#include <child_process.hpp>
+#include <csignal>
+#include <filesystem>
+
+namespace xenhsa::testing::scenarios {
+
+void ScenarioTest::SetUp() {
+    sim_.emplace(SimInstance::start());
+    const std::string dir = sim_->dir().string();
+    backend_ = std::make_unique<Process>(std::vector<std::string>{
+        XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"});
+    ASSERT_GT(backend_->pid(), 0);
+    std::optional<int> ended;
+    ASSERT_TRUE(eventually([&] {
+        ended = backend_->wait(std::chrono::milliseconds(0));
+        return ended || std::filesystem::exists(sim_->dir() / "backend.sock");
+    })) << "xenhsa-backend's control socket never appeared";
+    ASSERT_FALSE(ended) << "xenhsa-backend " << describe_status(ended);
+}
+
+void ScenarioTest::TearDown() {
+    if (backend_ && backend_->pid() > 0) {
+        backend_->signal(SIGTERM);
+        const auto ended = backend_->wait(kPatience);
+        EXPECT_TRUE(exited_with(ended, 0))
+            << "xenhsa-backend on SIGTERM: " << describe_status(ended)
+            << " (a sanitizer report on its stderr?)";
+    }
+    backend_.reset();
+    sim_.reset();
+}
+
+std::vector<std::string> ScenarioTest::guest_args(const std::vector<std::string>& scenario) const {
+    std::vector<std::string> args{XENHSA_GUEST_BINARY, "--sim-dir", sim_->dir().string()};
+    args.insert(args.end(), scenario.begin(), scenario.end());
+    return args;
+}
+
+Output ScenarioTest::run_guest(const std::vector<std::string>& scenario) {
+    return run(guest_args(scenario), kScenarioPatience);
+}
+
+std::unique_ptr<CapturedProcess> ScenarioTest::start_guest(
+    const std::vector<std::string>& scenario) {
+    return std::make_unique<CapturedProcess>(guest_args(scenario));
+}
+
+Output ScenarioTest::finish_guest(CapturedProcess& guest) {
+    const auto ended = guest.wait(kScenarioPatience);
+    return {ended.value_or(-1), guest.output()};
+}
+
+Output ScenarioTest::ctl(const std::vector<std::string>& args) {
+    std::vector<std::string> all{XENHSA_CTL_BINARY, "--sim-dir", sim_->dir().string()};
+    all.insert(all.end(), args.begin(), args.end());
+    return run(all);
+}
+
+std::optional<nlohmann::json> ScenarioTest::status() {
+    std::optional<nlohmann::json> answer;
+    (void)eventually([&] {
+        const Output r = ctl({"status", "--json"});
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        if (r.ok() && j.is_object() && j.contains("domains") && j["domains"].is_array()) {
+            answer = std::move(j);
+        }
+        return answer.has_value();
+    });
+    return answer;
+}
+
+std::optional<nlohmann::json> ScenarioTest::device(uint32_t domid) {
+    auto s = status();
+    if (!s) {
+        return std::nullopt;
+    }
+    for (const auto& d : (*s)["domains"]) {
+        if (d.is_object() && d.value("domid", int64_t{-1}) == int64_t{domid}) {
+            return d;
+        }
+    }
+    return nlohmann::json(nullptr);
+}
+
+bool ScenarioTest::released(uint32_t domid) {
+    const auto d = device(domid);
+    if (!d) {
+        return false;
+    }
+    if (d->is_null()) {
+        return true;
+    }
+    for (const char* key :
+         {"mapped_pages", "pinned_pages", "lent_pages", "queues", "events", "handles"}) {
+        if (!(*d)[key].is_number_unsigned() || (*d)[key].get<uint64_t>() != 0) {
+            return false;
+        }
+    }
+    return true;
+}
+
+::testing::AssertionResult ScenarioTest::released_within(uint32_t domid,
+                                                         std::chrono::milliseconds timeout) {
+    if (eventually([&] { return released(domid); }, timeout)) {
+        return ::testing::AssertionSuccess();
+    }
+    return ::testing::AssertionFailure()
+           << "after " << timeout.count() << " ms the backend still holds something of domain "
+           << domid << ": " << status_text();
+}
+
+std::string ScenarioTest::status_text() {
+    const auto s = status();
+    return s ? s->dump() : std::string("<xenhsa-ctl status did not answer>");
+}
+
+std::optional<uint32_t> domid_in(std::string_view line_or_output) {
+    const auto text = parse_report(line_or_output).info_value("domid");
+    uint32_t domid = 0;
+    if (!text || text->empty() ||
+        std::from_chars(text->data(), text->data() + text->size(), domid).ptr !=
+            text->data() + text->size()) {
+        return std::nullopt;
+    }
+    return domid;
+}
+
+}  // namespace xenhsa::testing::scenarios

@@ -1,0 +1,72 @@
+// A real xenhsa-sim daemon and a real `xenhsa-backend --gpu soft` per test, and
+// `xenhsa-guest --sim-dir DIR <scenario>` processes against them (each creates its own
+// domain and plugs its device as the toolstack would). The backend's view comes from
+// `xenhsa-ctl status --json`. At the end the guests are killed first, then the backend
+// must exit 0 on SIGTERM (a sanitizer report would make it fail).
+#ifndef XENHSA_TESTS_SCENARIOS_SCENARIO_FIXTURE_HPP
+#define XENHSA_TESTS_SCENARIOS_SCENARIO_FIXTURE_HPP
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sim_instance.hpp>
+#include <spawned_process.hpp>
+#include <string>
+#include <vector>
+
+#include "guest_report.hpp"
+
+namespace xenhsa::testing::scenarios {
+
+// A guest scenario may take long under ASan on a loaded machine (stress maps thousands of
+// pages); this only bounds a hang.
+inline constexpr std::chrono::milliseconds kScenarioPatience{120000};
+
+class ScenarioTest : public ::testing::Test {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    // `xenhsa-guest --sim-dir DIR <scenario...>` to its end.
+    Output run_guest(const std::vector<std::string>& scenario);
+    // The same, running; its stdout is read as it goes.
+    std::unique_ptr<CapturedProcess> start_guest(const std::vector<std::string>& scenario);
+    // A started guest to its end (SIGKILLed after kScenarioPatience).
+    static Output finish_guest(CapturedProcess& guest);
+    // `xenhsa-ctl --sim-dir DIR <args...>` to its end.
+    Output ctl(const std::vector<std::string>& args);
+
+    // `xenhsa-ctl status --json`, asked again until every worker answers (one whose guest
+    // just left may be busy tearing down); nullopt if that took longer than kPatience.
+    std::optional<nlohmann::json> status();
+    // The entry of `domid` in status's "domains": null when the backend knows no such
+    // device, nullopt when status did not answer.
+    std::optional<nlohmann::json> device(uint32_t domid);
+    // Nothing is left for `domid`: no device, or one with 0 mapped/pinned/lent pages,
+    // queues, events and handles.
+    bool released(uint32_t domid);
+    // released() holds within `timeout`; the message shows the backend's status.
+    ::testing::AssertionResult released_within(uint32_t domid,
+                                               std::chrono::milliseconds timeout = kPatience);
+    // For failure messages.
+    std::string status_text();
+
+    SimInstance& sim() { return *sim_; }
+
+private:
+    std::vector<std::string> guest_args(const std::vector<std::string>& scenario) const;
+
+    std::optional<SimInstance> sim_;
+    std::unique_ptr<Process> backend_;
+};
+
+// The domid a guest printed (`info domid=N ...`, or another info line with domid=N).
+std::optional<uint32_t> domid_in(std::string_view line_or_output);
+
+}  // namespace xenhsa::testing::scenarios
+
+#endif
