@@ -137,6 +137,29 @@ TEST_F(WaitTest, CancelEndsAPendingWaitOnce) {
     EXPECT_EQ(done.count(2), 1u);
 }
 
+// A cancelled wait may still be inside the device when the guest, told CANCELLED, sets
+// the event: the cancelled wait must not consume that set.
+TEST_F(WaitTest, ASetRightAfterACancelIsNotLost) {
+    const Handle e = event();  // auto-reset
+    device.hold_waits(true);
+    struct Release {  // a failed assertion must not leave teardown waiting on held waits
+        StrictFakeDevice& device;
+        ~Release() { device.hold_waits(false); }
+    } release{device};
+    auto w = wait({e}, 1);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(device_waiters(2));  // e and the wait's cancel event
+    // The backend core answers CANCELLED to the guest as soon as this returns true.
+    EXPECT_TRUE(session->cancel_wait(w.value()));
+    ASSERT_TRUE(session->set_event(e));
+    device.hold_waits(false);  // the cancelled wait now sees e and the cancel together
+    EXPECT_EQ(done.await(1), ended(WaitEnd::cancelled, 0));
+
+    auto w2 = wait({e}, 2);
+    ASSERT_TRUE(w2);
+    EXPECT_EQ(done.await(2), ended(WaitEnd::fired, 1)) << "the set went to the cancelled wait";
+}
+
 TEST_F(WaitTest, DestroyingAnEventCancelsItsWaitsOnly) {
     const Handle doomed = event();
     const EventId doomed_id = *device.last_event();

@@ -367,7 +367,9 @@ Result<uint32_t> StrictFakeDevice::wait_events(std::span<const EventId> events, 
         }
         return mask;
     };
-    auto ready = [&] { return all ? signaled() == everything : signaled() != 0; };
+    auto ready = [&] {
+        return !hold_waits_ && (all ? signaled() == everything : signaled() != 0);
+    };
     bool ok = true;
     if (timeout_ms == XENHSA_WAIT_INFINITE) {
         changed_.wait(lock, ready);
@@ -387,6 +389,12 @@ Result<uint32_t> StrictFakeDevice::wait_events(std::span<const EventId> events, 
         return errc(std::errc::timed_out);
     }
     return mask;
+}
+
+void StrictFakeDevice::hold_waits(bool hold) {
+    std::lock_guard lock(mutex_);
+    hold_waits_ = hold;
+    changed_.notify_all();
 }
 
 void StrictFakeDevice::set_fault_handler(FaultHandler handler) {

@@ -101,6 +101,9 @@ public:
     std::optional<uint64_t> doorbell_value(QueueId queue) const;
     // Waiters inside wait_events right now, over all events.
     uint32_t waiting() const;
+    // While held, waiters stay inside wait_events even when their events are signaled
+    // (a wait that has not yet run after its wake-up); release lets them see them.
+    void hold_waits(bool hold);
     // Calls the fault handler (like the device's fault thread would).
     void inject_fault(QueueId queue, Va address);
 
@@ -131,6 +134,7 @@ private:
 
     mutable std::mutex mutex_;
     std::condition_variable changed_;
+    bool hold_waits_ = false;
     std::vector<Call> calls_;
     std::vector<std::string> violations_;
     std::map<Op, std::errc> fail_next_;
