@@ -114,6 +114,21 @@ bool ScenarioTest::released(uint32_t domid) {
            << domid << ": " << status_text();
 }
 
+std::optional<uint32_t> ScenarioTest::expect_passed_and_released(
+    const Output& run, const std::vector<std::string>& must_hold) {
+    EXPECT_TRUE(scenario_passed(run));
+    for (const auto& name : must_hold) {
+        EXPECT_TRUE(check_held(run, name));
+    }
+    const auto domid = domid_in(run.out);
+    if (!domid) {
+        ADD_FAILURE() << "no domid in the guest's output: " << run.out;
+        return std::nullopt;
+    }
+    EXPECT_TRUE(released_within(*domid));
+    return domid;
+}
+
 std::string ScenarioTest::status_text() {
     const auto s = status();
     return s ? s->dump() : std::string("<xenhsa-ctl status did not answer>");

@@ -52,6 +52,10 @@ protected:
     // released() holds within `timeout`; the message shows the backend's status.
     ::testing::AssertionResult released_within(uint32_t domid,
                                                std::chrono::milliseconds timeout = kPatience);
+    // The run passed, each check in `must_hold` held, and the backend released its domain.
+    // The domid it printed, nullopt (and a failure) when it printed none.
+    std::optional<uint32_t> expect_passed_and_released(const Output& run,
+                                                       const std::vector<std::string>& must_hold);
     // For failure messages.
     std::string status_text();
 

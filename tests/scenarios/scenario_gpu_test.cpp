@@ -46,14 +46,7 @@ class GpuScenario : public ScenarioTest, public ::testing::WithParamInterface<Gp
 
 TEST_P(GpuScenario, Passes) {
     const GpuCase& c = GetParam();
-    const Output run = run_guest(c.args);
-    EXPECT_TRUE(scenario_passed(run));
-    for (const auto& name : c.must_hold) {
-        EXPECT_TRUE(check_held(run, name));
-    }
-    const auto domid = domid_in(run.out);
-    ASSERT_TRUE(domid) << run.out;
-    EXPECT_TRUE(released_within(*domid));
+    expect_passed_and_released(run_guest(c.args), c.must_hold);
 }
 
 INSTANTIATE_TEST_SUITE_P(Guest, GpuScenario, ::testing::ValuesIn(gpu_cases()),

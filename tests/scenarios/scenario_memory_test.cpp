@@ -82,15 +82,7 @@ TEST_P(MemoryScenario, PassesAndTheBackendKeepsServing) {
         const Output revoked = ctl({"revoke", "--domid", std::to_string(*domid)});
         EXPECT_TRUE(revoked.ok()) << "xenhsa-ctl revoke: " << revoked.out;
     }
-    const Output run = finish_guest(*guest);
-    EXPECT_TRUE(scenario_passed(run));
-    for (const auto& name : c.must_hold) {
-        EXPECT_TRUE(check_held(run, name));
-    }
-
-    const auto domid = domid_in(run.out);
-    ASSERT_TRUE(domid) << run.out;
-    EXPECT_TRUE(released_within(*domid));
+    expect_passed_and_released(finish_guest(*guest), c.must_hold);
 
     const Output after = run_guest({"selftest"});
     EXPECT_TRUE(scenario_passed(after)) << "the backend stopped serving after " << c.name;
