@@ -21,14 +21,13 @@
 #include "fuzz_check.hpp"
 #include "mutator.hpp"
 
-#if defined(__has_include)
-#if __has_include(<sanitizer/common_interface_defs.h>)
-#include <sanitizer/common_interface_defs.h>
-#define XENHSA_FUZZ_HAVE_SANITIZER_API 1
-#endif
-#endif
+// Set by the build when a sanitizer runtime is linked (the header alone may be there
+// without one).
 #ifndef XENHSA_FUZZ_HAVE_SANITIZER_API
 #define XENHSA_FUZZ_HAVE_SANITIZER_API 0
+#endif
+#if XENHSA_FUZZ_HAVE_SANITIZER_API
+#include <sanitizer/common_interface_defs.h>
 #endif
 
 #ifndef XENHSA_FUZZ_TARGET
