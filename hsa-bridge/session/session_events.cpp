@@ -36,6 +36,7 @@ Result<GpuSession::EventCreated> GpuSession::create_event(const xenhsa_event_cre
     }
     s.evs[*slot].id = info.value().id;
     s.evs[*slot].handle = *handle;
+    s.evs[*slot].manual_reset = spec.manual_reset;
     return EventCreated{*handle, info.value().event_id, info.value().mailbox};
 }
 
@@ -96,6 +97,9 @@ Result<uint64_t> GpuSession::start_wait(std::span<const Handle> events, bool all
         }
         request.ids[i] = s.evs[*slot].id;
         request.tags[i] = *slot;
+        if (!s.evs[*slot].manual_reset) {
+            request.auto_reset |= 1u << i;
+        }
     }
     return s.waits.start(request, std::move(done));
 }

@@ -54,6 +54,7 @@ struct EventObj {
     EventId id = 0;
     Handle handle = 0;        // 0 once the guest destroyed it while a queue held it
     uint32_t queue_refs = 0;  // live queues that signal it on error
+    bool manual_reset = false;
 };
 
 struct QueueObj {

@@ -224,7 +224,9 @@ void WaitEngine::run(Slot& slot) noexcept {
         // A cancel may come at any moment until the state leaves `pending`: restore
         // outside the lock, then look again.
         while (slot.state == State::cancelling && outcome.consumed != 0) {
-            const uint32_t consumed = std::exchange(outcome.consumed, 0);
+            // Only auto-reset events were taken; a manual-reset one is still set, and
+            // setting it again could undo a reset the guest made since.
+            const uint32_t consumed = std::exchange(outcome.consumed, 0) & request.auto_reset;
             lock.unlock();
             restore(request, consumed);
             lock.lock();

@@ -30,6 +30,7 @@ public:
         std::array<EventId, kMaxEvents> ids{};
         std::array<uint32_t, kMaxEvents> tags{};  // the session's event slots, for cancel_tag
         uint32_t count = 0;
+        uint32_t auto_reset = 0;  // request indexes of auto-reset events (a wait consumes them)
         bool all = false;
         uint32_t timeout_ms = 0;
     };
@@ -72,7 +73,7 @@ private:
     struct Outcome {
         WaitEnd end = WaitEnd::failed;
         uint32_t mask = 0;
-        uint32_t consumed = 0;  // request indexes whose (auto-reset) events the wait took
+        uint32_t consumed = 0;  // request indexes of auto-reset events the wait took
     };
 
     void run(Slot& slot) noexcept;

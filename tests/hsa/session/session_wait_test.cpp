@@ -66,6 +66,16 @@ protected:
     Completions done;
 };
 
+// Holds the device's waits from here on; lets them go at the end of the scope too, so a
+// failed assertion never leaves the session's teardown waiting on a held wait.
+struct HeldWaits {
+    explicit HeldWaits(StrictFakeDevice& d) : device(d) { device.hold_waits(true); }
+    ~HeldWaits() { device.hold_waits(false); }
+    HeldWaits(const HeldWaits&) = delete;
+    HeldWaits& operator=(const HeldWaits&) = delete;
+    StrictFakeDevice& device;
+};
+
 TEST_F(WaitTest, AnyWaitFiresWithTheMaskOfTheEventThatFired) {
     const Handle a = event();
     const Handle b = event();
@@ -141,11 +151,7 @@ TEST_F(WaitTest, CancelEndsAPendingWaitOnce) {
 // the event: the cancelled wait must not consume that set.
 TEST_F(WaitTest, ASetRightAfterACancelIsNotLost) {
     const Handle e = event();  // auto-reset
-    device.hold_waits(true);
-    struct Release {  // a failed assertion must not leave teardown waiting on held waits
-        StrictFakeDevice& device;
-        ~Release() { device.hold_waits(false); }
-    } release{device};
+    const HeldWaits held(device);
     auto w = wait({e}, 1);
     ASSERT_TRUE(w);
     ASSERT_TRUE(device_waiters(2));  // e and the wait's cancel event
@@ -158,6 +164,22 @@ TEST_F(WaitTest, ASetRightAfterACancelIsNotLost) {
     auto w2 = wait({e}, 2);
     ASSERT_TRUE(w2);
     EXPECT_EQ(done.await(2), ended(WaitEnd::fired, 1)) << "the set went to the cancelled wait";
+}
+
+// A manual-reset event is not consumed by a wait: a cancelled wait that saw it set leaves
+// it alone (setting it again could undo a reset the guest made meanwhile).
+TEST_F(WaitTest, ACancelledWaitDoesNotSetAManualResetEventAgain) {
+    const Handle e = event(XENHSA_EVENT_MANUAL_RESET);
+    const HeldWaits held(device);
+    auto w = wait({e}, 1);
+    ASSERT_TRUE(w);
+    ASSERT_TRUE(device_waiters(2));  // e and the wait's cancel event
+    EXPECT_TRUE(session->cancel_wait(w.value()));
+    ASSERT_TRUE(session->set_event(e));
+    device.clear_calls();
+    device.hold_waits(false);
+    EXPECT_EQ(done.await(1), ended(WaitEnd::cancelled, 0));
+    EXPECT_TRUE(device.calls_of(Op::set_event).empty());
 }
 
 TEST_F(WaitTest, DestroyingAnEventCancelsItsWaitsOnly) {
