@@ -19,6 +19,9 @@
 //     scopes and completion signals (amd_signal_t). Dispatches without the barrier bit
 //     may overlap; the read index advances in order as packets are fetched.
 //   * KFD events, with KFD's manual/auto-reset semantics.
+//   * doorbells: a busy queue polls its write pointer; one about to sleep asks for kicks
+//     through the word given to track_kicks (protocol doorbell.h), re-checks, then sleeps
+//     until ring_doorbell.
 //
 // Topology: node 0 is a CPU node (system memory), node 1 the GPU node (queues run
 // there; device-local memory lives there; GPU mappings name it: node_mask bit 1).
