@@ -81,6 +81,9 @@ int main(int argc, char **argv)
     command("selftest", "handshake, HELLO, QUERY, a small MAP/PIN/UNPIN/UNMAP, close",
             [&] { return run_selftest(global); });
 
+    command("topology", "what QUERY reports: nodes, memory banks, built-in kernels",
+            [&] { return run_topology(global); });
+
     ReconnectOptions reconnect;
     auto *reconnect_cmd = command("reconnect",
                                   "rounds of a small session, then Closing/Closed/Initialising "

@@ -1,17 +1,15 @@
 #include "platform_open.hpp"
 
-#include <xenhsa/frontend/toolstack.hpp>
-
 #include <spdlog/spdlog.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <string>
 
 #if XENHSA_GUEST_HAVE_SIM
+#include "sim_toolstack.hpp"
+
 #include <xenhsa/xen/sim/client.hpp>
 #endif
 #if XENHSA_GUEST_HAVE_XEN
@@ -28,43 +26,6 @@ std::error_code sys_error(int e)
 }
 
 #if XENHSA_GUEST_HAVE_SIM
-// The toolstack step runs in a child attached to dom0: the guest process must not hold
-// dom0's rights (and a process attached to dom0 is also immune to destroy_domain).
-Result<void> plug_device_as_toolstack(const GlobalOptions &options, xen::DomId fe)
-{
-    const pid_t child = fork();
-    if (child < 0) {
-        return sys_error(errno);
-    }
-    if (child == 0) {
-        int code = 1;
-        if (auto dom0 = xen::sim::attach(options.sim_dir, 0); !dom0) {
-            std::fprintf(stderr, "toolstack: attach to dom0: %s\n", dom0.error().message().c_str());
-        } else {
-            auto added =
-                add_device(*dom0.value().store, static_cast<xen::DomId>(options.backend_domid), fe,
-                           options.devid);
-            if (!added) {
-                std::fprintf(stderr, "toolstack: add device: %s\n",
-                             added.error().message().c_str());
-            }
-            code = added ? 0 : 2;
-        }
-        std::fflush(stderr);
-        _exit(code);
-    }
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) {
-            return sys_error(errno);
-        }
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        return sys_error(EIO);
-    }
-    return boost::outcome_v2::success();
-}
-
 Result<GuestPlatform> open_sim(const GlobalOptions &options)
 {
     xen::DomId domid = 0;
@@ -87,7 +48,10 @@ Result<GuestPlatform> open_sim(const GlobalOptions &options)
         return err;
     };
     if (options.toolstack) {
-        if (auto plugged = plug_device_as_toolstack(options, domid); !plugged) {
+        if (auto plugged = plug_sim_device(options.sim_dir,
+                                           static_cast<xen::DomId>(options.backend_domid), domid,
+                                           options.devid);
+            !plugged) {
             return undo(plugged.error());
         }
     }

@@ -13,6 +13,7 @@ namespace xenhsa::frontend::cli {
 
 // Handshake, HELLO, QUERY, a small MAP/PIN/UNPIN/UNMAP, close.
 int run_selftest(const GlobalOptions &options);
+int run_topology(const GlobalOptions &options);
 
 struct ReconnectOptions {
     uint32_t rounds = 2;

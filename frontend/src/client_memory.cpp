@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <thread>
-#include <thread>
+
 #include "client_detail.hpp"
 
 namespace xenhsa::frontend {
@@ -54,6 +54,23 @@ Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, u
         return shared.error();
     }
     return GuestBuffer(&allocator_, va.value(), std::move(shared.value()));
+}
+
+Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable)
+{
+    if (!session_) {
+        return Errc::not_connected;
+    }
+    if (pages == 0 || pages > XENHSA_MAP_MAX_PAGES || va % XENHSA_PAGE_SIZE != 0 ||
+        !reservation_.contains(va, uint64_t{pages} * XENHSA_PAGE_SIZE)) {
+        return sys_error(EINVAL);
+    }
+    auto shared = sharer_.share({link_.backend_domid(), pages, backend_writable,
+                                 reinterpret_cast<std::byte *>(static_cast<uintptr_t>(va))});
+    if (!shared) {
+        return shared.error();
+    }
+    return GuestBuffer(nullptr, va, std::move(shared.value()));
 }
 
 Result<Handle> Client::map(const GuestBuffer &buffer, bool writable)
@@ -266,6 +283,31 @@ Result<xenhsa_alloc_rsp> Client::alloc(uint64_t size, uint32_t node, uint32_t fl
     // A backend-placed range must lie in the window and clear of everything we placed.
     if (backend_places && !allocator_.claim(rsp.va, size)) {
         return fail_broken();
+    }
+    if (auto added = add_handle(rsp.handle, HandleKind::alloc); !added) {
+        return added.error();
+    }
+    object_va_[rsp.handle] = rsp.va;
+    return rsp;
+}
+
+Result<xenhsa_alloc_rsp> Client::alloc_at(uint64_t va, uint64_t size, uint32_t node,
+                                          uint32_t flags)
+{
+    if (!session_) {
+        return Errc::not_connected;
+    }
+    if (va == 0 || !reservation_.contains(va, size)) {
+        return sys_error(EINVAL);
+    }
+    const xenhsa_alloc_req req{va, size, node, flags};
+    auto reply = expect_ok(XENHSA_CMD_ALLOC, bytes_of(req));
+    if (!reply) {
+        return reply.error();
+    }
+    const auto rsp = reply.value().payload.as<xenhsa_alloc_rsp>();
+    if (rsp.va != va) {
+        return fail_broken();  // an ALLOC at a given VA is placed exactly there (5.11)
     }
     if (auto added = add_handle(rsp.handle, HandleKind::alloc); !added) {
         return added.error();

@@ -95,6 +95,9 @@ public:
     // Zeroed pages at a fresh VA in the window, granted to the backend.
     Result<GuestBuffer> allocate(std::size_t pages, bool backend_writable = true,
                                  uint64_t align = 4096);
+    // Zeroed pages granted to the backend at `va`, a range of the window the caller took
+    // from window() and keeps: the buffer gives the pages back, never the VA.
+    Result<GuestBuffer> share_at(uint64_t va, std::size_t pages, bool backend_writable = true);
     // MAP of a whole buffer: inline refs up to 52 pages, indirect pages beyond.
     Result<Handle> map(const GuestBuffer &buffer, bool writable = true);
     // UNMAP of a MAP or LEND handle. A LEND's VA stays out of use: give a LentBuffer
@@ -115,6 +118,8 @@ public:
     // ALLOC at a fresh window VA (or where the backend chooses, when backend_places).
     Result<xenhsa_alloc_rsp> alloc(uint64_t size, uint32_t node, uint32_t flags,
                                    bool backend_places = false);
+    // ALLOC at `va`, a range of the window the caller took from window() and keeps.
+    Result<xenhsa_alloc_rsp> alloc_at(uint64_t va, uint64_t size, uint32_t node, uint32_t flags);
     Result<void> free(Handle handle);
     Result<xenhsa_queue_create_rsp> queue_create(const xenhsa_queue_create_req &req);
     Result<void> queue_destroy(Handle handle);
@@ -128,6 +133,8 @@ public:
     Result<uint32_t> event_wait_async(std::span<const Handle> events, bool all,
                                       uint32_t timeout_ms);
     Result<uint32_t> finish_wait(uint32_t seqno);
+    // Whether the reply to `seqno` has arrived (and not been taken); consumes nothing.
+    [[nodiscard]] bool replied(uint32_t seqno) const noexcept { return ready_.count(seqno) != 0; }
     // BAD_ARGUMENT (the wait was already answered) is reported as success: the wait's
     // own reply tells how it ended.
     Result<void> event_wait_cancel(uint32_t wait_seqno);

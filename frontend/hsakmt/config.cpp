@@ -1,0 +1,136 @@
+#include "config.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace xenhsa::frontend::hsakmt {
+
+namespace {
+
+constexpr const char* kDefaultFile = "/etc/xenhsa/guest.json";
+
+// Decimal, no sign, no spaces, no leading zeros, within `max`.
+std::optional<uint64_t> parse_number(const std::string& text, uint64_t max) {
+    if (text.empty() || (text.size() > 1 && text[0] == '0')) {
+        return std::nullopt;
+    }
+    uint64_t value = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc{} || end != text.data() + text.size() || value > max) {
+        return std::nullopt;
+    }
+    return value;
+}
+
+const char* env(const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+bool apply_file(const std::string& path, bool required, GuestConfig& config, std::string& error) {
+    std::ifstream in(path);
+    if (!in) {
+        if (required) {
+            error = "cannot read " + path;
+        }
+        return !required;
+    }
+    try {
+        const auto doc = nlohmann::json::parse(in);
+        if (!doc.is_object()) {
+            error = path + ": not a JSON object";
+            return false;
+        }
+        for (const auto& [key, value] : doc.items()) {
+            if (key == "sim_dir") {
+                config.sim_dir = value.get<std::string>();
+            } else if (key == "domid") {
+                config.domid = value.get<uint32_t>();
+            } else if (key == "xen") {
+                config.xen = value.get<bool>();
+            } else if (key == "devid") {
+                config.devid = value.get<uint32_t>();
+            } else if (key == "backend_domid") {
+                config.backend_domid = value.get<uint32_t>();
+            } else if (key == "window_gib") {
+                config.window_gib = value.get<uint64_t>();
+            } else if (key == "log_level") {
+                config.log_level = value.get<std::string>();
+            } else {
+                error = path + ": unknown key \"" + key + "\"";
+                return false;
+            }
+        }
+    } catch (const nlohmann::json::exception& e) {
+        error = path + ": " + e.what();
+        return false;
+    }
+    return true;
+}
+
+bool apply_number(const char* name, uint64_t max, uint64_t& out, std::string& error) {
+    const char* text = env(name);
+    if (text == nullptr) {
+        return true;
+    }
+    const auto value = parse_number(text, max);
+    if (!value) {
+        error =
+            std::string(name) + "=\"" + text + "\" is not a number up to " + std::to_string(max);
+        return false;
+    }
+    out = *value;
+    return true;
+}
+
+}  // namespace
+
+ConfigResult load_config() {
+    GuestConfig config;
+    std::string error;
+    const char* file = env("XENHSA_CONFIG");
+    if (!apply_file(file != nullptr ? file : kDefaultFile, file != nullptr, config, error)) {
+        return {std::nullopt, error};
+    }
+    if (const char* dir = env("XENHSA_SIM_DIR")) {
+        config.sim_dir = dir;
+    }
+    if (const char* xen = env("XENHSA_XEN")) {
+        config.xen = std::string(xen) == "1";
+    }
+    if (const char* level = env("XENHSA_LOG_LEVEL")) {
+        config.log_level = level;
+    }
+    uint64_t domid = config.domid.value_or(std::numeric_limits<uint64_t>::max());
+    uint64_t devid = config.devid;
+    uint64_t backend = config.backend_domid;
+    if (!apply_number("XENHSA_DOMID", 0x7FEF, domid, error) ||
+        !apply_number("XENHSA_DEVID", std::numeric_limits<uint32_t>::max(), devid, error) ||
+        !apply_number("XENHSA_BACKEND_DOMID", 0x7FEF, backend, error) ||
+        !apply_number("XENHSA_WINDOW_GIB", 8192, config.window_gib, error)) {
+        return {std::nullopt, error};
+    }
+    if (domid != std::numeric_limits<uint64_t>::max()) {
+        config.domid = static_cast<uint32_t>(domid);
+    }
+    config.devid = static_cast<uint32_t>(devid);
+    config.backend_domid = static_cast<uint32_t>(backend);
+    if (config.window_gib == 0) {
+        return {std::nullopt, "the VA window must be at least 1 GiB"};
+    }
+    if (config.xen == !config.sim_dir.empty()) {
+        return {std::nullopt, config.xen ? "both XENHSA_XEN and XENHSA_SIM_DIR are set"
+                                         : "no xenhsa device configured: set XENHSA_SIM_DIR "
+                                           "(with XENHSA_DOMID) or XENHSA_XEN=1, or run "
+                                           "the program under xenhsa-run"};
+    }
+    if (!config.sim_dir.empty() && !config.domid) {
+        return {std::nullopt, "XENHSA_SIM_DIR needs XENHSA_DOMID (the guest's domain)"};
+    }
+    return {config, {}};
+}
+
+}  // namespace xenhsa::frontend::hsakmt

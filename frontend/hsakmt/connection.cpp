@@ -1,0 +1,98 @@
+#include "connection.hpp"
+
+#include <xenhsa/proto.h>
+
+#include "log.hpp"
+
+#if XENHSA_HSAKMT_HAVE_SIM
+#include <xenhsa/xen/sim/client.hpp>
+#endif
+#if XENHSA_HSAKMT_HAVE_XEN
+#include <xenhsa/xen/real/platform.hpp>
+#endif
+
+namespace xenhsa::frontend::hsakmt {
+
+namespace {
+
+std::optional<xen::Platform> open_platform(const GuestConfig& config, std::string& why) {
+    if (!config.sim_dir.empty()) {
+#if XENHSA_HSAKMT_HAVE_SIM
+        auto platform = xen::sim::attach(config.sim_dir, static_cast<xen::DomId>(*config.domid));
+        if (!platform) {
+            why = "cannot attach to domain " + std::to_string(*config.domid) +
+                  " of xenhsa-sim in " + config.sim_dir + ": " + platform.error().message();
+            return std::nullopt;
+        }
+        return std::move(platform.value());
+#else
+        why = "this build has no embedded hypervisor client";
+        return std::nullopt;
+#endif
+    }
+#if XENHSA_HSAKMT_HAVE_XEN
+    xen::real::RealOptions real;
+    real.want_domctl = false;
+    real.quiet = true;
+    auto platform = xen::real::open_real_platform(real);
+    if (!platform) {
+        why = "cannot open Xen's grant, event channel and xenstore devices: " +
+              platform.error().message();
+        return std::nullopt;
+    }
+    return std::move(platform.value());
+#else
+    why = "this build has no Xen support";
+    return std::nullopt;
+#endif
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mutex& mutex,
+                                             std::string& why) {
+    std::unique_ptr<Connection> c(new Connection());
+    auto platform = open_platform(config, why);
+    if (!platform) {
+        return nullptr;
+    }
+    c->platform_ = std::move(*platform);
+    c->domid_ = c->platform_.domains->self();
+
+    DeviceConfig device;
+    device.backend_domid = static_cast<xen::DomId>(config.backend_domid);
+    device.devid = config.devid;
+    c->device_ = std::make_unique<GuestDevice>(c->platform_, device);
+    if (auto connected = c->device_->connect(); !connected) {
+        why = "xenbus handshake on device/xenhsa/" + std::to_string(config.devid) + " of domain " +
+              std::to_string(c->domid_) + " failed: " + connected.error().message();
+        return nullptr;
+    }
+    c->link_ = std::make_unique<SerialLink>(*c->device_, c->platform_.events->fd(),
+                                            c->platform_.store->fd(), mutex);
+    c->client_ = std::make_unique<Client>(*c->link_, *c->platform_.sharer, *c->platform_.grants);
+    HelloOptions hello;
+    hello.features = XENHSA_FEATURES_V1 | XENHSA_FEATURE_SDMA;
+    hello.va_size = config.window_gib << 30;
+    auto session = c->client_->hello(hello);
+    if (!session) {
+        why = "HELLO failed: " + session.error().message();
+        return nullptr;
+    }
+    log().info("connected: domain {} device {}, window [{:#x}, +{:#x}), features {:#x}", c->domid_,
+               config.devid, session.value().va_base, session.value().va_size,
+               session.value().features);
+    return c;
+}
+
+Connection::~Connection() {
+    // The Client's buffers are gone (the Thunk releases its objects first); closing the
+    // device makes the backend revoke anything left, then withdraws the ring's grants.
+    client_.reset();
+    if (device_) {
+        auto closed = device_->close();
+        log().info("device closed{}", closed ? "" : ": " + closed.error().message());
+    }
+}
+
+}  // namespace xenhsa::frontend::hsakmt

@@ -1,0 +1,138 @@
+// hsaKmt* exports: memory (Memory keeps the records; every kind sits in the xenhsa window,
+// so the GPU address is always the guest's own).
+#include <span>
+
+#include "thunk.hpp"
+
+using namespace xenhsa::frontend::hsakmt;
+
+namespace {
+
+uint64_t va_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+HSAKMT_STATUS map(Session& s, void* MemoryAddress, HSAuint64 Size, HSAuint64* AlternateVAGPU,
+                  std::span<const uint32_t> nodes) {
+    if (MemoryAddress == nullptr) {
+        return HSAKMT_STATUS_INVALID_PARAMETER;
+    }
+    auto gpu_va = s.memory().map_to_gpu(va_of(MemoryAddress), Size, nodes);
+    if (!gpu_va) {
+        return to_status(gpu_va.error());
+    }
+    if (AlternateVAGPU != nullptr) {
+        *AlternateVAGPU = gpu_va.value();
+    }
+    return HSAKMT_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtAllocMemory(HSAuint32 PreferredNode, HSAuint64 SizeInBytes,
+                                          HsaMemFlags MemFlags, void** MemoryAddress) {
+    return call("hsaKmtAllocMemory", [&](Session& s) {
+        if (MemoryAddress == nullptr) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        std::optional<uint64_t> fixed;
+        if (MemFlags.ui32.FixedAddress != 0) {
+            fixed = va_of(*MemoryAddress);
+        }
+        auto va = s.memory().alloc(PreferredNode, SizeInBytes, MemFlags, fixed);
+        if (!va) {
+            return to_status(va.error());
+        }
+        *MemoryAddress = reinterpret_cast<void*>(static_cast<uintptr_t>(va.value()));
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtFreeMemory(void* MemoryAddress, HSAuint64 SizeInBytes) {
+    (void)SizeInBytes;  // the allocation is named by its address, as in the thunk
+    return call("hsaKmtFreeMemory",
+                [&](Session& s) { return to_status(s.memory().free(va_of(MemoryAddress))); });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemory(void* MemoryAddress, HSAuint64 MemorySizeInBytes) {
+    return call("hsaKmtRegisterMemory", [&](Session& s) {
+        return to_status(s.memory().register_user(va_of(MemoryAddress), MemorySizeInBytes));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemoryToNodes(void* MemoryAddress,
+                                                    HSAuint64 MemorySizeInBytes,
+                                                    HSAuint64 NumberOfNodes, HSAuint32* NodeArray) {
+    (void)NumberOfNodes;
+    (void)NodeArray;
+    return call("hsaKmtRegisterMemoryToNodes", [&](Session& s) {
+        return to_status(s.memory().register_user(va_of(MemoryAddress), MemorySizeInBytes));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemoryWithFlags(void* MemoryAddress,
+                                                      HSAuint64 MemorySizeInBytes,
+                                                      HsaMemFlags MemFlags) {
+    (void)MemFlags;
+    return call("hsaKmtRegisterMemoryWithFlags", [&](Session& s) {
+        return to_status(s.memory().register_user(va_of(MemoryAddress), MemorySizeInBytes));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtDeregisterMemory(void* MemoryAddress) {
+    return call("hsaKmtDeregisterMemory", [&](Session& s) {
+        return to_status(s.memory().deregister_user(va_of(MemoryAddress)));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPU(void* MemoryAddress, HSAuint64 MemorySizeInBytes,
+                                             HSAuint64* AlternateVAGPU) {
+    return call("hsaKmtMapMemoryToGPU", [&](Session& s) {
+        return map(s, MemoryAddress, MemorySizeInBytes, AlternateVAGPU, {});
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPUNodes(void* MemoryAddress, HSAuint64 MemorySizeInBytes,
+                                                  HSAuint64* AlternateVAGPU,
+                                                  HsaMemMapFlags MemMapFlags,
+                                                  HSAuint64 NumberOfNodes, HSAuint32* NodeArray) {
+    (void)MemMapFlags;
+    return call("hsaKmtMapMemoryToGPUNodes", [&](Session& s) {
+        if (NumberOfNodes > 64 || (NumberOfNodes != 0 && NodeArray == nullptr)) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        return map(s, MemoryAddress, MemorySizeInBytes, AlternateVAGPU,
+                   std::span<const uint32_t>(NodeArray, NumberOfNodes));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtUnmapMemoryToGPU(void* MemoryAddress) {
+    return call("hsaKmtUnmapMemoryToGPU", [&](Session& s) {
+        return to_status(s.memory().unmap_from_gpu(va_of(MemoryAddress)));
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtQueryPointerInfo(const void* Pointer, HsaPointerInfo* PointerInfo) {
+    return call("hsaKmtQueryPointerInfo", [&](Session& s) {
+        if (PointerInfo == nullptr) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        auto info = s.memory().pointer_info(va_of(Pointer));
+        if (!info) {
+            // Not ours: the thunk's answer for memory it does not know.
+            *PointerInfo = HsaPointerInfo{};
+            PointerInfo->Type = HSA_POINTER_UNKNOWN;
+            return HSAKMT_STATUS_ERROR;
+        }
+        *PointerInfo = info.value();
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtSetMemoryUserData(const void* Pointer, void* UserData) {
+    return call("hsaKmtSetMemoryUserData", [&](Session& s) {
+        return to_status(s.memory().set_user_data(va_of(Pointer), UserData));
+    });
+}
+
+}  // extern "C"

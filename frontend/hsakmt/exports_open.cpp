@@ -1,0 +1,161 @@
+// hsaKmt* exports: open/close, version, runtime and per-node state calls.
+#include <cstring>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "thunk.hpp"
+
+using namespace xenhsa::frontend::hsakmt;
+using xenhsa::frontend::Result;
+
+extern "C" {
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtOpenKFD(void) {
+    Thunk& t = thunk();
+    try {
+        std::lock_guard serial(t.open_close);
+        std::unique_lock lock(t.mutex);
+        if (t.opens > 0) {
+            ++t.opens;
+            return HSAKMT_STATUS_KERNEL_ALREADY_OPENED;  // as the thunk answers
+        }
+        std::string why;
+        t.session = Session::open(t.mutex, why);
+        if (!t.session) {
+            log().error("hsaKmtOpenKFD: {}", why);
+            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
+        }
+        t.opens = 1;
+        return HSAKMT_STATUS_SUCCESS;
+    } catch (const std::bad_alloc&) {
+        return HSAKMT_STATUS_NO_MEMORY;
+    } catch (...) {
+        return HSAKMT_STATUS_ERROR;
+    }
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtCloseKFD(void) {
+    Thunk& t = thunk();
+    try {
+        std::lock_guard serial(t.open_close);
+        std::unique_lock lock(t.mutex);
+        if (t.opens == 0) {
+            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
+        }
+        if (--t.opens == 0) {
+            t.session.reset();  // queues, events, memory, then the device closes
+        }
+        return HSAKMT_STATUS_SUCCESS;
+    } catch (...) {
+        return HSAKMT_STATUS_ERROR;
+    }
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetVersion(HsaVersionInfo* VersionInfo) {
+    return call("hsaKmtGetVersion", [&](Session& s) {
+        if (VersionInfo == nullptr) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        *VersionInfo = s.topology().version;
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+// The debugger runtime needs KFD's debug interface, which is not forwarded. This is also
+// what the real 5.2.3 thunk answers on a stock kernel; ROCr then uses no exception queues.
+// Every ROCr start asks, so the notice is at info level.
+HSAKMT_STATUS HSAKMTAPI hsaKmtRuntimeEnable(void* rDebug, bool setupTtmp) {
+    (void)rDebug;
+    (void)setupTtmp;
+    return call("hsaKmtRuntimeEnable", [&](Session&) {
+        return refuse("hsaKmtRuntimeEnable", "the GPU debugger interface is not forwarded",
+                      spdlog::level::info);
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtRuntimeDisable(void) {
+    return call("hsaKmtRuntimeDisable", [&](Session&) {
+        return refuse("hsaKmtRuntimeDisable", "the GPU debugger interface is not forwarded",
+                      spdlog::level::info);
+    });
+}
+
+// XNACK is always off: every buffer the GPU uses is pinned (protocol 5.2).
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetXNACKMode(HSAint32* enable) {
+    return call("hsaKmtGetXNACKMode", [&](Session&) {
+        if (enable == nullptr) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        *enable = 0;
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtSetXNACKMode(HSAint32 enable) {
+    return call("hsaKmtSetXNACKMode", [&](Session&) {
+        return enable == 0 ? HSAKMT_STATUS_SUCCESS
+                           : refuse("hsaKmtSetXNACKMode(1)",
+                                    "xenhsa pins guest memory and never relies on XNACK");
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetClockCounters(HSAuint32 NodeId, HsaClockCounters* Counters) {
+    return call("hsaKmtGetClockCounters", [&](Session& s) {
+        if (Counters == nullptr || NodeId >= s.topology().nodes.size()) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        auto bytes = s.client().query(XENHSA_QUERY_CLOCK, NodeId, 0);
+        if (!bytes) {
+            return to_status(bytes.error());
+        }
+        xenhsa_clock_counters c{};
+        if (bytes.value().size() != sizeof c) {
+            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
+        }
+        std::memcpy(&c, bytes.value().data(), sizeof c);
+        if (c.system_clock_frequency_hz == 0) {
+            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;  // never 0 (5.2); ROCr asserts
+        }
+        Counters->GPUClockCounter = c.gpu_clock_counter;
+        Counters->CPUClockCounter = c.cpu_clock_counter;
+        Counters->SystemClockCounter = c.system_clock_counter;
+        Counters->SystemClockFrequencyHz = c.system_clock_frequency_hz;
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+// Kept: the trap handler runs only on a GPU exception, and the backend's GPU takes none
+// that a handler could resolve (a fault stops the queue). ROCr asserts on failure.
+HSAKMT_STATUS HSAKMTAPI hsaKmtSetTrapHandler(HSAuint32 NodeId, void* TrapHandlerBaseAddress,
+                                             HSAuint64 TrapHandlerSizeInBytes,
+                                             void* TrapBufferBaseAddress,
+                                             HSAuint64 TrapBufferSizeInBytes) {
+    (void)TrapHandlerSizeInBytes;
+    (void)TrapBufferSizeInBytes;
+    return call("hsaKmtSetTrapHandler", [&](Session& s) {
+        if (!s.topology().is_gpu(NodeId)) {
+            return HSAKMT_STATUS_INVALID_NODE_UNIT;
+        }
+        s.trap_handler = reinterpret_cast<uintptr_t>(TrapHandlerBaseAddress);
+        s.trap_buffer = reinterpret_cast<uintptr_t>(TrapBufferBaseAddress);
+        return HSAKMT_STATUS_SUCCESS;
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetTileConfig(HSAuint32 NodeId, HsaGpuTileConfig* config) {
+    (void)NodeId;
+    (void)config;
+    return call("hsaKmtGetTileConfig", [&](Session&) {
+        return refuse("hsaKmtGetTileConfig", "image tiling is not forwarded");
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtGetKernelDebugTrapVersionInfo(HSAuint32* Major, HSAuint32* Minor) {
+    (void)Major;
+    (void)Minor;
+    return call("hsaKmtGetKernelDebugTrapVersionInfo", [&](Session&) {
+        return refuse("hsaKmtGetKernelDebugTrapVersionInfo",
+                      "the GPU debugger interface is not forwarded");
+    });
+}
+
+}  // extern "C"

@@ -1,0 +1,392 @@
+#include "memory.hpp"
+
+#include <algorithm>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "log.hpp"
+
+namespace xenhsa::frontend::hsakmt {
+
+namespace {
+
+constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
+constexpr uint64_t kChunkBytes = uint64_t{XENHSA_MAP_MAX_PAGES} * kPage;
+constexpr uint64_t kLargeAlign = 2ull << 20;
+
+std::error_code err(std::errc e) { return std::make_error_code(e); }
+
+uint64_t round_up(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
+
+}  // namespace
+
+Memory::~Memory() {
+    while (!allocs_.empty()) {
+        auto it = allocs_.begin();
+        it->second.holds = 0;
+        (void)release_backend(it->second);
+        drop(it);
+    }
+}
+
+Memory::Allocation* Memory::find(uint64_t va) noexcept {
+    auto it = allocs_.upper_bound(va);
+    if (it == allocs_.begin()) {
+        return nullptr;
+    }
+    --it;
+    Allocation& a = it->second;
+    return va - a.va < a.size && !a.freed ? &a : nullptr;
+}
+
+Result<uint64_t> Memory::mask_of(std::span<const uint32_t> nodes) const {
+    uint64_t mask = 0;
+    if (nodes.empty()) {
+        for (uint32_t n = 0; n < topology_.nodes.size(); ++n) {
+            mask |= topology_.is_gpu(n) ? (1ull << n) : 0;
+        }
+        return mask != 0 ? Result<uint64_t>(mask)
+                         : Result<uint64_t>(err(std::errc::no_such_device));
+    }
+    for (const uint32_t n : nodes) {
+        if (!topology_.is_gpu(n)) {
+            return err(std::errc::invalid_argument);
+        }
+        mask |= 1ull << n;
+    }
+    return mask;
+}
+
+Result<void> Memory::fill_system(Allocation& a) {
+    const bool writable = a.flags.ui32.ReadOnly == 0;
+    for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
+        const auto pages = static_cast<std::size_t>(std::min(kChunkBytes, a.size - off) / kPage);
+        auto buffer = client_.share_at(a.va + off, pages, writable);
+        if (!buffer) {
+            return buffer.error();
+        }
+        a.chunks.push_back(std::move(buffer.value()));
+        auto handle = client_.map(a.chunks.back(), writable);
+        if (!handle) {
+            return handle.error();
+        }
+        a.maps.push_back(handle.value());
+    }
+    uint32_t pin_flags = writable ? 0u : XENHSA_PIN_READ_ONLY;
+    pin_flags |= a.flags.ui32.CoarseGrain != 0 ? XENHSA_PIN_COARSE_GRAIN : 0u;
+    auto pin = client_.pin(a.va, a.size, pin_flags);
+    if (!pin) {
+        return pin.error();
+    }
+    a.pin = pin.value();
+    return boost::outcome_v2::success();
+}
+
+Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
+                               std::optional<uint64_t> fixed) {
+    if (size == 0 || node >= topology_.nodes.size() || size > XENHSA_VA_WINDOW_MAX) {
+        return err(std::errc::invalid_argument);
+    }
+    const uint64_t bytes = round_up(size);
+    const bool gpu_node = topology_.is_gpu(node);
+    const Kind kind = !gpu_node                 ? Kind::system
+                      : flags.ui32.Scratch != 0 ? Kind::scratch
+                                                : Kind::device;
+    if (kind == Kind::device && flags.ui32.HostAccess != 0) {
+        refused_once("hsaKmtAllocMemory(device memory, HostAccess)",
+                     "a guest CPU cannot reach GPU memory through Xen; the GPU heap is "
+                     "FB_PRIVATE");
+        return err(std::errc::not_supported);
+    }
+    VaAllocator& window = client_.window();
+    uint64_t va = 0;
+    if (fixed) {
+        if (auto claimed = window.claim(*fixed, bytes); !claimed) {
+            return err(std::errc::invalid_argument);
+        }
+        va = *fixed;
+    } else {
+        auto placed = window.allocate(
+            bytes, kind != Kind::system && bytes >= kLargeAlign ? kLargeAlign : kPage);
+        if (!placed) {
+            return err(std::errc::not_enough_memory);
+        }
+        va = placed.value();
+    }
+    Allocation a;
+    a.va = va;
+    a.size = bytes;
+    a.kind = kind;
+    a.node = node;
+    a.flags = flags;
+    Result<void> made = boost::outcome_v2::success();
+    if (kind == Kind::system) {
+        made = fill_system(a);
+    } else if (kind == Kind::device) {
+        uint32_t alloc_flags = XENHSA_ALLOC_DEVICE_LOCAL;
+        alloc_flags |= flags.ui32.ExecuteAccess != 0 ? XENHSA_ALLOC_EXECUTABLE : 0u;
+        alloc_flags |= flags.ui32.Uncached != 0 ? XENHSA_ALLOC_UNCACHED : 0u;
+        alloc_flags |= flags.ui32.CoarseGrain != 0 ? XENHSA_ALLOC_COARSE_GRAIN : 0u;
+        alloc_flags |= flags.ui32.ReadOnly != 0 ? XENHSA_ALLOC_READ_ONLY : 0u;
+        auto allocated = client_.alloc_at(va, bytes, node, alloc_flags);
+        if (allocated) {
+            a.alloc = allocated.value().handle;
+        } else {
+            made = allocated.error();
+        }
+    }
+    if (!made) {
+        if (release_backend(a)) {
+            a.chunks.clear();
+            (void)window.release(va, bytes);
+        }
+        return made.error();
+    }
+    allocs_.emplace(va, std::move(a));
+    return va;
+}
+
+bool Memory::release_backend(Allocation& a) noexcept {
+    bool ok = true;
+    auto step = [&](Result<void> r) {
+        if (!r) {
+            log().error("releasing guest memory at {:#x}: {}", a.va, r.error().message());
+            ok = false;
+        }
+    };
+    for (auto& [va, sub] : a.scratch) {
+        step(client_.unmap_from_gpu(sub.alloc));
+        step(client_.free(sub.alloc));
+    }
+    a.scratch.clear();
+    if (a.gpu_mask != 0) {
+        step(client_.unmap_from_gpu(a.pin != 0 ? a.pin : a.alloc));
+        a.gpu_mask = 0;
+        a.mapped_nodes.clear();
+    }
+    if (a.pin != 0) {
+        step(client_.unpin(a.pin));
+        a.pin = 0;
+    }
+    for (auto it = a.maps.rbegin(); it != a.maps.rend(); ++it) {
+        step(client_.unmap(*it));
+    }
+    a.maps.clear();
+    if (a.alloc != 0) {
+        step(client_.free(a.alloc));
+        a.alloc = 0;
+    }
+    return ok;
+}
+
+// The backend released (or deferred) everything: give the pages and the VA back, unless
+// a queue still holds them (then release_held does it).
+void Memory::drop(std::map<uint64_t, Allocation>::iterator it) noexcept {
+    Allocation& a = it->second;
+    if (a.holds != 0) {
+        a.freed = true;
+        return;
+    }
+    bool pages_back = true;
+    for (GuestBuffer& chunk : a.chunks) {
+        if (!chunk.release()) {
+            pages_back = false;  // the backend still maps them: left to the hypervisor
+            chunk.reset();
+        }
+    }
+    if (pages_back) {
+        (void)client_.window().release(a.va, a.size);
+    }
+    allocs_.erase(it);
+}
+
+Result<void> Memory::free(uint64_t va) {
+    auto it = allocs_.find(va);
+    if (it == allocs_.end() || it->second.freed) {
+        return err(std::errc::invalid_argument);
+    }
+    if (!release_backend(it->second)) {
+        // The backend is broken or gone: nothing here is reused.
+        it->second.chunks.clear();
+        it->second.freed = true;
+        it->second.holds = std::max(it->second.holds, 1u);
+        return std::error_code(Errc::backend_broken);
+    }
+    drop(it);
+    return boost::outcome_v2::success();
+}
+
+Result<void> Memory::map_handle(Allocation& a, Handle handle, uint64_t mask) {
+    if (a.gpu_mask != 0 && (mask & ~a.gpu_mask) == 0) {
+        return boost::outcome_v2::success();  // already reachable from those nodes
+    }
+    if (a.gpu_mask != 0) {
+        if (auto r = client_.unmap_from_gpu(handle); !r) {
+            return r;
+        }
+        a.gpu_mask = 0;
+    }
+    const uint32_t flags = a.flags.ui32.ReadOnly != 0 ? XENHSA_GPU_MAP_READ_ONLY : 0u;
+    auto gpu_va = client_.map_to_gpu(handle, mask, flags);
+    if (!gpu_va) {
+        return gpu_va.error();
+    }
+    a.gpu_mask = mask;
+    a.mapped_nodes.clear();
+    for (uint32_t n = 0; n < 64; ++n) {
+        if ((mask >> n) & 1u) {
+            a.mapped_nodes.push_back(n);
+        }
+    }
+    return boost::outcome_v2::success();
+}
+
+Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes) {
+    Allocation* a = find(va);
+    if (a == nullptr) {
+        return err(std::errc::invalid_argument);
+    }
+    auto mask = mask_of(nodes);
+    if (!mask) {
+        return mask.error();
+    }
+    if (a->kind != Kind::scratch) {
+        if (auto r = map_handle(*a, a->pin != 0 ? a->pin : a->alloc, mask.value()); !r) {
+            return r.error();
+        }
+        return va;
+    }
+    // A scratch sub-range becomes device memory of its own.
+    const uint64_t bytes = round_up(size);
+    if (va % kPage != 0 || bytes == 0 || va - a->va > a->size - bytes ||
+        a->scratch.count(va) != 0) {
+        return err(std::errc::invalid_argument);
+    }
+    auto allocated = client_.alloc_at(va, bytes, a->node, XENHSA_ALLOC_DEVICE_LOCAL);
+    if (!allocated) {
+        return allocated.error();
+    }
+    const Handle handle = allocated.value().handle;
+    if (auto gpu_va = client_.map_to_gpu(handle, mask.value(), 0); !gpu_va) {
+        (void)client_.free(handle);
+        return gpu_va.error();
+    }
+    a->scratch.emplace(va, ScratchMap{bytes, handle});
+    return va;
+}
+
+Result<void> Memory::unmap_from_gpu(uint64_t va) {
+    Allocation* a = find(va);
+    if (a == nullptr) {
+        return err(std::errc::invalid_argument);
+    }
+    if (a->kind == Kind::scratch) {
+        auto it = a->scratch.find(va);
+        if (it == a->scratch.end()) {
+            return err(std::errc::invalid_argument);
+        }
+        const Handle handle = it->second.alloc;
+        a->scratch.erase(it);
+        if (auto r = client_.unmap_from_gpu(handle); !r) {
+            return r;
+        }
+        return client_.free(handle);
+    }
+    if (a->gpu_mask == 0) {
+        return boost::outcome_v2::success();  // as the thunk: unmapping unmapped memory is fine
+    }
+    if (auto r = client_.unmap_from_gpu(a->pin != 0 ? a->pin : a->alloc); !r) {
+        return r;
+    }
+    a->gpu_mask = 0;
+    a->mapped_nodes.clear();
+    return boost::outcome_v2::success();
+}
+
+Result<void> Memory::register_user(uint64_t va, uint64_t size) {
+    Allocation* a = find(va);
+    if (a == nullptr || a->kind != Kind::system) {
+        refused_once("hsaKmtRegisterMemory*",
+                     "only memory from hsaKmtAllocMemory (hsa_amd_memory_pool_allocate) lies in "
+                     "the xenhsa window that the backend mirrors at the guest's VA; other user "
+                     "memory cannot be made GPU-visible at its own address");
+        return err(std::errc::not_supported);
+    }
+    if (size == 0 || va - a->va + size > a->size) {
+        return err(std::errc::invalid_argument);
+    }
+    ++a->registrations;  // already granted, MAPped and PINned
+    return boost::outcome_v2::success();
+}
+
+Result<void> Memory::deregister_user(uint64_t va) {
+    Allocation* a = find(va);
+    if (a == nullptr || a->registrations == 0) {
+        return err(std::errc::invalid_argument);
+    }
+    --a->registrations;
+    return boost::outcome_v2::success();
+}
+
+Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
+    Allocation* a = find(va);
+    if (a == nullptr) {
+        return err(std::errc::invalid_argument);
+    }
+    HsaPointerInfo info{};
+    info.Type = a->registrations != 0 && a->kind == Kind::system ? HSA_POINTER_REGISTERED_USER
+                                                                 : HSA_POINTER_ALLOCATED;
+    info.Node = a->node;
+    info.MemFlags = a->flags;
+    info.CPUAddress = reinterpret_cast<void*>(static_cast<uintptr_t>(a->va));
+    info.GPUAddress = a->va;
+    info.SizeInBytes = a->size;
+    info.NMappedNodes = static_cast<HSAuint32>(a->mapped_nodes.size());
+    info.MappedNodes = a->mapped_nodes.empty() ? nullptr : a->mapped_nodes.data();
+    info.NRegisteredNodes = info.NMappedNodes;
+    info.RegisteredNodes = info.MappedNodes;
+    info.UserData = a->user_data;
+    return info;
+}
+
+Result<void> Memory::set_user_data(uint64_t va, void* data) {
+    Allocation* a = find(va);
+    if (a == nullptr) {
+        return err(std::errc::invalid_argument);
+    }
+    a->user_data = data;
+    return boost::outcome_v2::success();
+}
+
+bool Memory::gpu_mapped(uint64_t va, uint64_t len, uint32_t node) const noexcept {
+    auto it = allocs_.upper_bound(va);
+    if (it == allocs_.begin() || node >= 64) {
+        return false;
+    }
+    --it;
+    const Allocation& a = it->second;
+    return !a.freed && va - a.va < a.size && len <= a.size - (va - a.va) &&
+           ((a.gpu_mask >> node) & 1u) != 0;
+}
+
+void Memory::hold(uint64_t va) noexcept {
+    if (Allocation* a = find(va)) {
+        ++a->holds;
+    }
+}
+
+void Memory::release_held(uint64_t va) noexcept {
+    auto it = allocs_.upper_bound(va);
+    if (it == allocs_.begin()) {
+        return;
+    }
+    --it;
+    Allocation& a = it->second;
+    if (va - a.va >= a.size || a.holds == 0) {
+        return;
+    }
+    if (--a.holds == 0 && a.freed) {
+        drop(it);
+    }
+}
+
+}  // namespace xenhsa::frontend::hsakmt

@@ -1,0 +1,103 @@
+// The guest's GPU memory as libhsakmt sees it, kept by VA. Every kind sits in the
+// negotiated window, so the backend mirrors it at the same VA and GPU VA == guest VA:
+//
+//   system (CPU node)   guest pages granted at their VA, MAPped (one MAP per 208 MiB
+//                       chunk, indirect grants past 52 pages) and PINned once; MAP_TO_GPU
+//                       on hsaKmtMapMemoryToGPU(Nodes).
+//   device (GPU node)   ALLOC DEVICE_LOCAL at a VA the guest keeps PROT_NONE: a guest CPU
+//                       cannot reach device memory through Xen, so HostAccess is refused.
+//   scratch (GPU node)  a VA reservation only (ROCr reserves 4 GiB); a sub-range mapped to
+//                       the GPU becomes an ALLOC + MAP_TO_GPU there, undone on unmap.
+//
+// Memory a live queue uses (ring, read/write pointers) can be freed while the queue
+// lives: the backend defers those releases (protocol 5.20), and the guest keeps the pages
+// and the VA until the queue is destroyed (release_held).
+//
+// Not thread-safe: the library's mutex serialises every call.
+#ifndef XENHSA_FRONTEND_HSAKMT_MEMORY_HPP
+#define XENHSA_FRONTEND_HSAKMT_MEMORY_HPP
+
+#include <hsakmt.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+#include <xenhsa/frontend/client.hpp>
+
+#include "topology.hpp"
+
+namespace xenhsa::frontend::hsakmt {
+
+class Memory {
+public:
+    Memory(Client& client, const Topology& topology) noexcept
+        : client_(client), topology_(topology) {}
+    ~Memory();  // releases everything, best effort (the device closes next)
+    Memory(const Memory&) = delete;
+    Memory& operator=(const Memory&) = delete;
+
+    // hsaKmtAllocMemory. `fixed`: the FixedAddress flag's address.
+    Result<uint64_t> alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
+                           std::optional<uint64_t> fixed);
+    Result<void> free(uint64_t va);
+    // `nodes` empty: every GPU node. Returns the GPU VA (the same VA).
+    Result<uint64_t> map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes);
+    Result<void> unmap_from_gpu(uint64_t va);
+    // hsaKmtRegisterMemory*: only memory this library allocated (in the window) can be
+    // registered; user memory elsewhere cannot be mirrored at its VA (ENOTSUP).
+    Result<void> register_user(uint64_t va, uint64_t size);
+    Result<void> deregister_user(uint64_t va);
+    Result<HsaPointerInfo> pointer_info(uint64_t va);
+    Result<void> set_user_data(uint64_t va, void* data);
+
+    // For queues and events: whether [va, va + len) lies in memory mapped to GPU `node`.
+    [[nodiscard]] bool gpu_mapped(uint64_t va, uint64_t len, uint32_t node) const noexcept;
+    // A live queue holds the allocation containing va (its frees are deferred).
+    void hold(uint64_t va) noexcept;
+    void release_held(uint64_t va) noexcept;
+
+    [[nodiscard]] std::size_t live() const noexcept { return allocs_.size(); }
+
+private:
+    enum class Kind : uint8_t { system, device, scratch };
+    struct ScratchMap {
+        uint64_t size = 0;
+        Handle alloc = 0;
+    };
+    struct Allocation {
+        uint64_t va = 0;
+        uint64_t size = 0;
+        Kind kind = Kind::system;
+        uint32_t node = 0;
+        HsaMemFlags flags{};
+        std::vector<GuestBuffer> chunks;  // system
+        std::vector<Handle> maps;         // system: one MAP per chunk
+        Handle pin = 0;                   // system
+        Handle alloc = 0;                 // device
+        uint64_t gpu_mask = 0;            // nodes it is mapped to
+        std::vector<uint32_t> mapped_nodes;
+        std::map<uint64_t, ScratchMap> scratch;  // scratch: mapped sub-ranges
+        uint32_t registrations = 0;
+        void* user_data = nullptr;
+        uint32_t holds = 0;  // live queues using it
+        bool freed = false;  // freed while held: released with the last hold
+    };
+
+    Allocation* find(uint64_t va) noexcept;  // the allocation containing va
+    Result<void> fill_system(Allocation& a);
+    Result<void> map_handle(Allocation& a, Handle handle, uint64_t mask);
+    // The backend releases in teardown order; false if the backend failed (then the pages
+    // and the VA stay out of use).
+    bool release_backend(Allocation& a) noexcept;
+    void drop(std::map<uint64_t, Allocation>::iterator it) noexcept;
+    Result<uint64_t> mask_of(std::span<const uint32_t> nodes) const;
+
+    Client& client_;
+    const Topology& topology_;
+    std::map<uint64_t, Allocation> allocs_;  // by VA
+};
+
+}  // namespace xenhsa::frontend::hsakmt
+
+#endif

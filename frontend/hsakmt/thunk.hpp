@@ -1,0 +1,68 @@
+// The process-wide state behind the exported hsaKmt* functions: one mutex, the open count
+// and the Session. Every export goes through call(), which takes the mutex, refuses calls
+// before hsaKmtOpenKFD, and turns errors and exceptions into HSAKMT_STATUS values (no
+// exception leaves the library).
+#ifndef XENHSA_FRONTEND_HSAKMT_THUNK_HPP
+#define XENHSA_FRONTEND_HSAKMT_THUNK_HPP
+
+#include <hsakmt.h>
+
+#include <memory>
+#include <mutex>
+#include <new>
+#include <system_error>
+
+#include "log.hpp"
+#include "session.hpp"
+
+namespace xenhsa::frontend::hsakmt {
+
+struct Thunk {
+    std::mutex open_close;  // serialises open and close, which let `mutex` go while waiting
+    std::mutex mutex;
+    uint32_t opens = 0;
+    std::unique_ptr<Session> session;
+};
+
+// Never destroyed: ROCr may call in from atexit handlers and other threads at exit.
+Thunk& thunk() noexcept;
+
+HSAKMT_STATUS to_status(const std::error_code& ec) noexcept;
+
+inline HSAKMT_STATUS to_status(const Result<void>& r) noexcept {
+    return r ? HSAKMT_STATUS_SUCCESS : to_status(r.error());
+}
+
+template <class F>
+HSAKMT_STATUS call(const char* name, F&& body) noexcept {
+    Thunk& t = thunk();
+    try {
+        std::unique_lock lock(t.mutex);
+        if (!t.session) {
+            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
+        }
+        const HSAKMT_STATUS status = body(*t.session);
+        if (status != HSAKMT_STATUS_SUCCESS && status != HSAKMT_STATUS_WAIT_TIMEOUT) {
+            log().debug("{} -> {}", name, static_cast<int>(status));
+        }
+        return status;
+    } catch (const std::bad_alloc&) {
+        return HSAKMT_STATUS_NO_MEMORY;
+    } catch (const std::exception& e) {
+        log().error("{}: {}", name, e.what());
+        return HSAKMT_STATUS_ERROR;
+    } catch (...) {
+        return HSAKMT_STATUS_ERROR;
+    }
+}
+
+// A refused call: logged once, HSAKMT_STATUS_NOT_SUPPORTED.
+inline HSAKMT_STATUS refuse(const char* name, const char* why,
+                            spdlog::level::level_enum level = spdlog::level::warn) noexcept {
+    refused_once(name, why, level);
+    return HSAKMT_STATUS_NOT_SUPPORTED;
+}
+
+}  // namespace xenhsa::frontend::hsakmt
+
+#endif

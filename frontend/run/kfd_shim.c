@@ -1,0 +1,60 @@
+/*
+ * xenhsa-run's preload for unmodified ROCm tools. Debian's rocminfo refuses to start
+ * unless open("/dev/kfd", O_RDWR) succeeds, though it never uses the descriptor: ROCr
+ * reaches the GPU through libhsakmt, which in a guest is xenhsa's. A guest has no
+ * /dev/kfd, so an open of exactly that path opens /dev/null instead. Nothing else is
+ * touched.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/types.h>
+
+static int is_kfd(const char* path) { return path != NULL && strcmp(path, "/dev/kfd") == 0; }
+
+static int kfd_flags(int flags) {
+    return (flags & (O_ACCMODE | O_CLOEXEC | O_NONBLOCK)) | O_CLOEXEC;
+}
+
+static mode_t mode_of(int flags, va_list ap) {
+    return (flags & (O_CREAT | O_TMPFILE)) != 0 ? (mode_t)va_arg(ap, int) : 0;
+}
+
+#define XENHSA_SHIM_OPEN(name)                                              \
+    int name(const char* path, int flags, ...) {                            \
+        static int (*real)(const char*, int, ...);                          \
+        va_list ap;                                                         \
+        va_start(ap, flags);                                                \
+        const mode_t mode = mode_of(flags, ap);                             \
+        va_end(ap);                                                         \
+        if (real == NULL) {                                                 \
+            real = (int (*)(const char*, int, ...))dlsym(RTLD_NEXT, #name); \
+        }                                                                   \
+        if (is_kfd(path)) {                                                 \
+            return real("/dev/null", kfd_flags(flags));                     \
+        }                                                                   \
+        return real(path, flags, mode);                                     \
+    }
+
+#define XENHSA_SHIM_OPENAT(name)                                                 \
+    int name(int dirfd, const char* path, int flags, ...) {                      \
+        static int (*real)(int, const char*, int, ...);                          \
+        va_list ap;                                                              \
+        va_start(ap, flags);                                                     \
+        const mode_t mode = mode_of(flags, ap);                                  \
+        va_end(ap);                                                              \
+        if (real == NULL) {                                                      \
+            real = (int (*)(int, const char*, int, ...))dlsym(RTLD_NEXT, #name); \
+        }                                                                        \
+        if (is_kfd(path)) {                                                      \
+            return real(dirfd, "/dev/null", kfd_flags(flags));                   \
+        }                                                                        \
+        return real(dirfd, path, flags, mode);                                   \
+    }
+
+XENHSA_SHIM_OPEN(open)
+XENHSA_SHIM_OPEN(open64)
+XENHSA_SHIM_OPENAT(openat)
+XENHSA_SHIM_OPENAT(openat64)

@@ -1,0 +1,346 @@
+/*
+ * xenhsa-rocr-check: a ROCm program as a user writes it, against Debian's
+ * libhsa-runtime64 (hsa.h, hsa_ext_amd.h) and nothing of xenhsa's but the handles of the
+ * backend's built-in kernels, which the guest libhsakmt publishes after hsa_init() as
+ * XENHSA_KERNEL_<NAME> (docs/guest-rocm.md). Run it under xenhsa-run.
+ *
+ *   xenhsa-rocr-check                 one pass: fill, vector_add, async copies, verified
+ *   xenhsa-rocr-check --repeat N      N passes (0: until killed); "info repeating" after the
+ *                                     first, for a test that kills it mid-dispatch
+ *   xenhsa-rocr-check --wait-ms MS    also: one thread waits on a signal that another sets
+ *                                     after MS ms; prints the waiter's CPU time
+ *
+ * Output: "check <name> ok|FAIL ...", "info ...", last "summary rocr-check ... result=ok".
+ * Exit code 0 iff every check held.
+ */
+#define _GNU_SOURCE
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define N_ELEMS (64u * 1024u)
+#define COPY_BYTES (4u << 20)
+
+static unsigned checks, failures;
+
+static void check(const char* name, int ok, const char* detail) {
+    ++checks;
+    failures += ok ? 0 : 1;
+    printf("check %s %s%s%s\n", name, ok ? "ok" : "FAIL", detail[0] ? " " : "", detail);
+    fflush(stdout);
+}
+
+static int hsa_ok(const char* what, hsa_status_t s) {
+    if (s == HSA_STATUS_SUCCESS) {
+        return 1;
+    }
+    const char* msg = NULL;
+    hsa_status_string(s, &msg);
+    char detail[256];
+    snprintf(detail, sizeof detail, "%s: %s", what, msg ? msg : "?");
+    check(what, 0, detail);
+    return 0;
+}
+
+struct agents {
+    hsa_agent_t cpu, gpu;
+    int have_cpu, have_gpu;
+};
+
+static hsa_status_t find_agent(hsa_agent_t agent, void* data) {
+    struct agents* a = data;
+    hsa_device_type_t type;
+    hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type);
+    if (type == HSA_DEVICE_TYPE_GPU && !a->have_gpu) {
+        a->gpu = agent;
+        a->have_gpu = 1;
+    } else if (type == HSA_DEVICE_TYPE_CPU && !a->have_cpu) {
+        a->cpu = agent;
+        a->have_cpu = 1;
+    }
+    return HSA_STATUS_SUCCESS;
+}
+
+struct pools {
+    hsa_amd_memory_pool_t kernarg, fine, coarse;
+    int have_kernarg, have_fine, have_coarse;
+};
+
+static hsa_status_t find_pool(hsa_amd_memory_pool_t pool, void* data) {
+    struct pools* p = data;
+    hsa_amd_segment_t segment;
+    uint32_t flags = 0;
+    hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+    if (segment != HSA_AMD_SEGMENT_GLOBAL) {
+        return HSA_STATUS_SUCCESS;
+    }
+    hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+    if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) && !p->have_kernarg) {
+        p->kernarg = pool;
+        p->have_kernarg = 1;
+    } else if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) && !p->have_fine) {
+        p->fine = pool;
+        p->have_fine = 1;
+    } else if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED) && !p->have_coarse) {
+        p->coarse = pool;
+        p->have_coarse = 1;
+    }
+    return HSA_STATUS_SUCCESS;
+}
+
+static uint64_t kernel_object(const char* name) {
+    char var[64];
+    snprintf(var, sizeof var, "XENHSA_KERNEL_%s", name);
+    const char* value = getenv(var);
+    return value ? strtoull(value, NULL, 0) : 0;
+}
+
+static double now_ms(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* The kernarg layouts of the built-ins (docs/guest-rocm.md). */
+struct fill_args {
+    uint64_t dst, count;
+    uint32_t value, pad;
+};
+struct vector_add_args {
+    uint64_t a, b, c, n;
+};
+
+struct ctx {
+    struct agents agents;
+    struct pools cpu_pools, gpu_pools;
+    hsa_queue_t* queue;
+    uint64_t k_fill, k_vector_add;
+};
+
+static int dispatch(struct ctx* c, uint64_t kernel, const void* args, size_t args_size,
+                    uint32_t items) {
+    void* kernarg = NULL;
+    if (!hsa_ok("kernarg allocate",
+                hsa_amd_memory_pool_allocate(c->cpu_pools.kernarg, 4096, 0, &kernarg)) ||
+        !hsa_ok("kernarg allow access",
+                hsa_amd_agents_allow_access(1, &c->agents.gpu, NULL, kernarg))) {
+        return 0;
+    }
+    memcpy(kernarg, args, args_size);
+    hsa_signal_t done;
+    if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
+        return 0;
+    }
+    hsa_queue_t* q = c->queue;
+    const uint64_t index = hsa_queue_add_write_index_relaxed(q, 1);
+    while (index - hsa_queue_load_read_index_scacquire(q) >= q->size) {
+    }
+    hsa_kernel_dispatch_packet_t* packet =
+        (hsa_kernel_dispatch_packet_t*)q->base_address + (index & (q->size - 1));
+    memset((char*)packet + 2, 0, sizeof *packet - 2);
+    packet->setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+    packet->workgroup_size_x = 256;
+    packet->workgroup_size_y = packet->workgroup_size_z = 1;
+    packet->grid_size_x = (items + 255) / 256 * 256;
+    packet->grid_size_y = packet->grid_size_z = 1;
+    packet->kernel_object = kernel;
+    packet->kernarg_address = kernarg;
+    packet->completion_signal = done;
+    const uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+                            (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                            (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+    __atomic_store_n(&packet->header, header, __ATOMIC_RELEASE);
+    hsa_signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)index);
+    const hsa_signal_value_t left = hsa_signal_wait_scacquire(
+        done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
+    hsa_signal_destroy(done);
+    hsa_amd_memory_pool_free(kernarg);
+    return left == 0;
+}
+
+static int copy(void* dst, hsa_agent_t dst_agent, const void* src, hsa_agent_t src_agent,
+                size_t size) {
+    hsa_signal_t done;
+    if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
+        return 0;
+    }
+    int ok = hsa_ok("async copy",
+                    hsa_amd_memory_async_copy(dst, dst_agent, src, src_agent, size, 0, NULL, done));
+    if (ok) {
+        ok = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000 * 1000,
+                                       HSA_WAIT_STATE_BLOCKED) == 0;
+    }
+    hsa_signal_destroy(done);
+    return ok;
+}
+
+static void* fine_alloc(struct ctx* c, size_t size) {
+    void* p = NULL;
+    if (!hsa_ok("fine-grained allocate",
+                hsa_amd_memory_pool_allocate(c->cpu_pools.fine, size, 0, &p)) ||
+        !hsa_ok("allow access", hsa_amd_agents_allow_access(1, &c->agents.gpu, NULL, p))) {
+        return NULL;
+    }
+    return p;
+}
+
+static int one_pass(struct ctx* c, unsigned pass) {
+    char detail[160];
+    const unsigned failed_before = failures;
+    /* vector_add on fine-grained host memory. */
+    float *a = fine_alloc(c, N_ELEMS * 4), *b = fine_alloc(c, N_ELEMS * 4),
+          *v = fine_alloc(c, N_ELEMS * 4);
+    if (!a || !b || !v) {
+        return 0;
+    }
+    for (unsigned i = 0; i < N_ELEMS; ++i) {
+        a[i] = (float)i;
+        b[i] = (float)(2 * i + pass);
+        v[i] = -1.0f;
+    }
+    struct vector_add_args va = {(uintptr_t)a, (uintptr_t)b, (uintptr_t)v, N_ELEMS};
+    int ok = dispatch(c, c->k_vector_add, &va, sizeof va, N_ELEMS);
+    unsigned wrong = 0;
+    for (unsigned i = 0; ok && i < N_ELEMS; ++i) {
+        wrong += v[i] != (float)(3 * i + pass);
+    }
+    snprintf(detail, sizeof detail, "n=%u wrong=%u", N_ELEMS, wrong);
+    check("vector-add", ok && wrong == 0, detail);
+
+    /* fill into coarse-grained device memory, read back through an async copy. */
+    void* device = NULL;
+    uint32_t* back = fine_alloc(c, N_ELEMS * 4);
+    if (hsa_ok("device allocate",
+               hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, COPY_BYTES, 0, &device)) &&
+        back) {
+        struct fill_args fa = {(uintptr_t)device, N_ELEMS, 0xC0FFEE00u + pass, 0};
+        ok = dispatch(c, c->k_fill, &fa, sizeof fa, N_ELEMS);
+        ok = ok && copy(back, c->agents.cpu, device, c->agents.gpu, N_ELEMS * 4);
+        wrong = 0;
+        for (unsigned i = 0; ok && i < N_ELEMS; ++i) {
+            wrong += back[i] != 0xC0FFEE00u + pass;
+        }
+        snprintf(detail, sizeof detail, "n=%u wrong=%u", N_ELEMS, wrong);
+        check("fill-device", ok && wrong == 0, detail);
+
+        /* host -> device -> host, byte for byte. */
+        unsigned char *src = fine_alloc(c, COPY_BYTES), *dst = fine_alloc(c, COPY_BYTES);
+        if (src && dst) {
+            for (unsigned i = 0; i < COPY_BYTES; ++i) {
+                src[i] = (unsigned char)(i * 131u + pass * 7u + (i >> 12));
+            }
+            memset(dst, 0x5A, COPY_BYTES);
+            ok = copy(device, c->agents.gpu, src, c->agents.cpu, COPY_BYTES) &&
+                 copy(dst, c->agents.cpu, device, c->agents.gpu, COPY_BYTES);
+            const int same = ok && memcmp(src, dst, COPY_BYTES) == 0;
+            snprintf(detail, sizeof detail, "bytes=%u", COPY_BYTES);
+            check("async-copy", same, detail);
+        }
+        hsa_amd_memory_pool_free(src);
+        hsa_amd_memory_pool_free(dst);
+    }
+    hsa_amd_memory_pool_free(device);
+    hsa_amd_memory_pool_free(back);
+    hsa_amd_memory_pool_free(a);
+    hsa_amd_memory_pool_free(b);
+    hsa_amd_memory_pool_free(v);
+    return failures == failed_before;
+}
+
+struct setter {
+    hsa_signal_t signal;
+    unsigned delay_ms;
+};
+
+static void* set_later(void* arg) {
+    struct setter* s = arg;
+    struct timespec ts = {s->delay_ms / 1000, (long)(s->delay_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    hsa_signal_store_screlease(s->signal, 0);
+    return NULL;
+}
+
+/* One thread blocks in hsa_signal_wait_scacquire until another sets the signal. */
+static void long_wait(unsigned delay_ms) {
+    struct setter s = {{0}, delay_ms};
+    if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &s.signal))) {
+        return;
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, set_later, &s);
+    const double cpu0 = now_ms(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ms(CLOCK_MONOTONIC);
+    const hsa_signal_value_t value = hsa_signal_wait_scacquire(s.signal, HSA_SIGNAL_CONDITION_LT, 1,
+                                                               UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
+    const double cpu = now_ms(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+    const double wall = now_ms(CLOCK_MONOTONIC) - wall0;
+    pthread_join(thread, NULL);
+    hsa_signal_destroy(s.signal);
+    char detail[128];
+    snprintf(detail, sizeof detail, "value=%" PRId64 " wall_ms=%.1f", (int64_t)value, wall);
+    check("long-wait-woken", value == 0 && wall >= delay_ms * 0.9, detail);
+    printf("info long-wait wall_ms=%.1f cpu_ms=%.2f cpu_share=%.4f\n", wall, cpu, cpu / wall);
+}
+
+int main(int argc, char** argv) {
+    long repeat = 1;
+    unsigned wait_ms = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
+            repeat = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--wait-ms") == 0 && i + 1 < argc) {
+            wait_ms = (unsigned)strtoul(argv[++i], NULL, 10);
+        } else {
+            fprintf(stderr, "usage: %s [--repeat N] [--wait-ms MS]\n", argv[0]);
+            return 2;
+        }
+    }
+    struct ctx c;
+    memset(&c, 0, sizeof c);
+    printf("info pid=%d\n", (int)getpid());
+    fflush(stdout);
+    if (!hsa_ok("hsa_init", hsa_init())) {
+        return 1;
+    }
+    hsa_iterate_agents(find_agent, &c.agents);
+    check("agents", c.agents.have_cpu && c.agents.have_gpu, "");
+    if (!c.agents.have_gpu || !c.agents.have_cpu) {
+        return 1;
+    }
+    char name[64] = {0};
+    hsa_agent_get_info(c.agents.gpu, HSA_AGENT_INFO_NAME, name);
+    printf("info gpu name=%s\n", name);
+    hsa_amd_agent_iterate_memory_pools(c.agents.cpu, find_pool, &c.cpu_pools);
+    hsa_amd_agent_iterate_memory_pools(c.agents.gpu, find_pool, &c.gpu_pools);
+    check("pools", c.cpu_pools.have_kernarg && c.cpu_pools.have_fine && c.gpu_pools.have_coarse,
+          "");
+    c.k_fill = kernel_object("FILL");
+    c.k_vector_add = kernel_object("VECTOR_ADD");
+    check("kernels", c.k_fill != 0 && c.k_vector_add != 0, "");
+    if (failures == 0 &&
+        hsa_ok("hsa_queue_create", hsa_queue_create(c.agents.gpu, 1024, HSA_QUEUE_TYPE_SINGLE, NULL,
+                                                    NULL, UINT32_MAX, UINT32_MAX, &c.queue))) {
+        for (long pass = 0; repeat == 0 || pass < repeat; ++pass) {
+            if (!one_pass(&c, (unsigned)pass)) {
+                break;
+            }
+            if (pass == 0 && repeat != 1) {
+                printf("info repeating\n");
+                fflush(stdout);
+            }
+        }
+        if (wait_ms != 0) {
+            long_wait(wait_ms);
+        }
+        check("queue-destroy", hsa_queue_destroy(c.queue) == HSA_STATUS_SUCCESS, "");
+    }
+    check("shut-down", hsa_shut_down() == HSA_STATUS_SUCCESS, "");
+    printf("summary rocr-check checks=%u failed=%u result=%s\n", checks, failures,
+           failures == 0 ? "ok" : "FAIL");
+    return failures == 0 ? 0 : 1;
+}

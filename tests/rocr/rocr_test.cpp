@@ -1,0 +1,232 @@
+// Unmodified ROCm user space in a guest of the embedded hypervisor: Debian's rocminfo and
+// a C program against Debian's libhsa-runtime64 (xenhsa-rocr-check), each started with
+// xenhsa-run as a new guest domain, over a real xenhsa-sim and `xenhsa-backend --gpu soft`
+// (ScenarioTest). What they see is compared with what QUERY reports (`xenhsa-guest
+// topology`), and the backend must keep nothing of a guest once it is gone.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <scenario_fixture.hpp>
+#include <set>
+#include <sstream>
+
+namespace xenhsa::testing::scenarios {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kRocminfo = "/usr/bin/rocminfo";
+
+std::string run_text(const std::string& command) {
+    std::string out;
+    if (FILE* p = ::popen(command.c_str(), "r")) {
+        char buf[4096];
+        std::size_t n = 0;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
+            out.append(buf, n);
+        }
+        ::pclose(p);
+    }
+    return out;
+}
+
+// "symbol version" for every defined dynamic symbol of a library.
+std::set<std::string> dynamic_exports(const std::string& library) {
+    std::set<std::string> symbols;
+    std::istringstream lines(run_text("objdump -T '" + library + "'"));
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream words(line);
+        std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+        if (w.size() >= 2 && line.find("*UND*") == std::string::npos &&
+            line.find(" DF ") != std::string::npos) {
+            symbols.insert(w[w.size() - 1] + " " + w[w.size() - 2]);
+        }
+    }
+    return symbols;
+}
+
+TEST(RocrExports, SameFunctionsAndVersionNodeAsDebiansLibhsakmt) {
+    const auto debian = dynamic_exports(XENHSA_DEBIAN_LIBHSAKMT);
+    const auto ours = dynamic_exports(XENHSA_GUEST_LIBHSAKMT);
+    ASSERT_GE(debian.size(), 60u) << "objdump -T " << XENHSA_DEBIAN_LIBHSAKMT;
+    EXPECT_EQ(ours, debian);
+    EXPECT_NE(run_text("objdump -p '" XENHSA_GUEST_LIBHSAKMT "'")
+                  .find("SONAME               libhsakmt.so.1"),
+              std::string::npos);
+}
+
+class Rocr : public ScenarioTest {
+protected:
+    struct Guest {
+        Output run;
+        uint32_t domid = 0;
+    };
+
+    std::vector<std::string> run_args(const std::vector<std::string>& program) {
+        domid_file_ = sim().dir() / ("domid-" + std::to_string(++runs_));
+        std::vector<std::string> args{XENHSA_RUN_BINARY, "--sim-dir",          sim().dir().string(),
+                                      "--domid-file",    domid_file_.string(), "--"};
+        args.insert(args.end(), program.begin(), program.end());
+        return args;
+    }
+    uint32_t last_domid() const {
+        std::ifstream in(domid_file_);
+        uint32_t domid = 0;
+        in >> domid;
+        return domid;
+    }
+    Guest run_in_guest(const std::vector<std::string>& program) {
+        Guest g;
+        g.run = run(run_args(program), kScenarioPatience);
+        g.domid = last_domid();
+        return g;
+    }
+
+    // `xenhsa-guest topology`: node -> its info line, and (node, bank) -> its line.
+    std::map<std::string, std::string> topology() {
+        const Output t = run_guest({"topology"});
+        EXPECT_TRUE(scenario_passed(t));
+        std::map<std::string, std::string> lines;
+        for (const std::string& info : parse_report(t.out).infos) {
+            const auto node = word_value(info, "node");
+            const auto bank = word_value(info, "bank");
+            if (node) {
+                lines[bank ? *node + "/" + *bank : *node] = info;
+            }
+        }
+        return lines;
+    }
+
+    std::filesystem::path domid_file_;
+    int runs_ = 0;
+};
+
+// rocminfo's value for `key` in the block of the agent whose "Device Type" is GPU.
+std::map<std::string, std::vector<std::string>> gpu_agent_fields(const std::string& out) {
+    std::map<std::string, std::vector<std::string>> fields;
+    const auto agent = out.find("Device Type:             GPU");
+    if (agent == std::string::npos) {
+        return fields;
+    }
+    const auto begin = out.rfind("*******", agent);
+    const auto end = out.find("*******\nAgent", agent);
+    std::istringstream lines(out.substr(begin, end == std::string::npos ? end : end - begin));
+    std::string line;
+    static const std::regex field(R"(^\s*([A-Za-z][A-Za-z0-9 ]*?):\s+(.*\S)\s*$)");
+    std::smatch m;
+    while (std::getline(lines, line)) {
+        if (std::regex_match(line, m, field)) {
+            fields[m[1]].push_back(m[2]);
+        }
+    }
+    return fields;
+}
+
+TEST_F(Rocr, RocminfoListsTheGpuAgentQueryReports) {
+    const auto query = topology();
+    ASSERT_TRUE(query.count("1")) << "no node 1 in xenhsa-guest topology";
+    const std::string gpu = query.at("1");
+
+    const Guest g = run_in_guest({kRocminfo});
+    ASSERT_TRUE(g.run.ok()) << g.run.out;
+    EXPECT_NE(g.run.out.find("ROCk module is loaded"), std::string::npos) << g.run.out;
+    const auto fields = gpu_agent_fields(g.run.out);
+    ASSERT_FALSE(fields.empty()) << "no GPU agent in rocminfo's listing:\n" << g.run.out;
+
+    const std::string amd_name = word_value(gpu, "amd-name").value_or("?");
+    ASSERT_TRUE(fields.count("Name"));
+    EXPECT_EQ(fields.at("Name").front(), amd_name);
+    ASSERT_TRUE(fields.count("Compute Unit"));
+    EXPECT_EQ(fields.at("Compute Unit").front(), word_value(gpu, "cus").value_or("?"));
+    ASSERT_TRUE(fields.count("Name") && fields.at("Name").size() >= 2) << "no ISA name";
+    // The ISA, with the target features ROCr adds (":xnack-": XNACK is always off).
+    EXPECT_EQ(fields.at("Name").back().rfind("amdgcn-amd-amdhsa--" + amd_name, 0), 0u)
+        << fields.at("Name").back();
+    EXPECT_EQ(fields.at("Name").back().find("xnack+"), std::string::npos);
+    const std::string marketing = gpu.substr(gpu.find("name=\"") + 6);
+    ASSERT_TRUE(fields.count("Marketing Name"));
+    EXPECT_EQ(fields.at("Marketing Name").front(), marketing.substr(0, marketing.find('"')));
+
+    // Every sized pool rocminfo lists is a bank QUERY reports (sizes in KB).
+    std::set<std::string> bank_kb;
+    for (const auto& [key, line] : query) {
+        if (key.rfind("1/", 0) == 0) {
+            const uint64_t size = std::stoull(word_value(line, "size").value_or("0"));
+            bank_kb.insert(std::to_string(size / 1024) + "KB");
+        }
+    }
+    ASSERT_TRUE(fields.count("Size"));
+    std::size_t sized = 0;
+    for (std::string size : fields.at("Size")) {
+        size.erase(std::remove(size.begin(), size.end(), ' '), size.end());
+        size = size.substr(0, size.find('(')) + size.substr(size.find(')') + 1);
+        if (size != "0KB") {
+            ++sized;
+            EXPECT_TRUE(bank_kb.count(size)) << size << " is no bank of QUERY's";
+        }
+    }
+    EXPECT_GE(sized, 1u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+TEST_F(Rocr, HsaProgramComputesCopiesAndLeavesNothing) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY});
+    EXPECT_TRUE(scenario_passed(g.run));
+    for (const char* check : {"agents", "pools", "kernels", "vector-add", "fill-device",
+                              "async-copy", "queue-destroy", "shut-down"}) {
+        EXPECT_TRUE(check_held(g.run, check));
+    }
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+TEST_F(Rocr, BlockedSignalWaitCostsTheGuestNoCpu) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--wait-ms", "2000"});
+    ASSERT_TRUE(scenario_passed(g.run));
+    EXPECT_TRUE(check_held(g.run, "long-wait-woken"));
+    const auto report = parse_report(g.run.out);
+    const auto share = report.info_value("cpu_share");
+    ASSERT_TRUE(share) << g.run.out;
+    // ROCr spins 200 us before it calls hsaKmtWaitOnEvent; the rest is a blocked thread.
+    EXPECT_LT(std::stod(*share), 0.02) << g.run.out;
+}
+
+TEST_F(Rocr, ProgramKilledMidDispatchLeavesNothingAndOthersGoOn) {
+    auto other = start_guest({"vecadd", "--repeat", "0"});
+    const auto other_line = other->wait_for_line("info repeating", kScenarioPatience);
+    ASSERT_TRUE(other_line) << other->output();
+    const auto alive = domid_in(*other_line);
+    ASSERT_TRUE(alive);
+
+    CapturedProcess doomed(run_args({XENHSA_ROCR_CHECK_BINARY, "--repeat", "0"}));
+    const auto pid_line = doomed.wait_for_line("info pid=", kScenarioPatience);
+    ASSERT_TRUE(pid_line) << doomed.output();
+    ASSERT_TRUE(doomed.wait_for_line("info repeating", kScenarioPatience)) << doomed.output();
+    const uint32_t dead = last_domid();
+    ASSERT_NE(dead, 0u);
+    const auto before = device(dead);
+    ASSERT_TRUE(before && before->is_object()) << status_text();
+
+    const pid_t program = std::stoi(*word_value(*pid_line, "pid"));
+    ASSERT_EQ(::kill(program, SIGKILL), 0);
+    const auto ended = doomed.wait(kPatience);
+    ASSERT_TRUE(ended && WIFEXITED(*ended) && WEXITSTATUS(*ended) == 128 + SIGKILL)
+        << "xenhsa-run should report the program's SIGKILL: " << doomed.output();
+    EXPECT_TRUE(released_within(dead, 5s));
+
+    other->signal(SIGTERM);
+    const Output other_run = finish_guest(*other);
+    EXPECT_TRUE(scenario_passed(other_run));
+    EXPECT_TRUE(check_held(other_run, "result"));
+
+    const Guest after = run_in_guest({XENHSA_ROCR_CHECK_BINARY});
+    EXPECT_TRUE(scenario_passed(after.run)) << "a new ROCm guest after the killed one";
+}
+
+}  // namespace
+}  // namespace xenhsa::testing::scenarios
