@@ -1,0 +1,214 @@
+// xenhsa-bench-rocr: tiny dispatches through unmodified ROCr in a guest (Debian's
+// libhsa-runtime64 over the guest libhsakmt, xenhsa-bench-rocr-guest under xenhsa-run),
+// beside the same work through xenhsa's own guest library (bench/dispatch's guest
+// boundary path), in one run, each against its own xenhsa-sim + xenhsa-backend. The
+// physical baseline is a raw eventfd round trip between two threads, measured in the
+// same run.
+//
+// Output: the paths' `path=...` lines (median round of --rounds), then
+//   baseline eventfd_rtt_us_p50=...
+//   rocr_latency_ratio=<rocr_active p50 / guest_library p50>
+//   rocr_blocked_latency_ratio=<rocr_blocked p50 / guest_library p50>
+//   latency_vs_eventfd=<rocr_active p50 / eventfd round trip>
+//   rocr_dispatch_ratio=<rocr_active dispatch_per_s / guest_library dispatch_per_s>   (last)
+#include <spawn.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dispatch_path.hpp"
+#include "embedded_services.hpp"
+#include "guest_boundary_path.hpp"
+
+extern char** environ;
+
+namespace {
+
+using namespace xenhsa::bench;
+using Clock = std::chrono::steady_clock;
+
+// Median round trip of a value through two eventfds between two threads, in us.
+double eventfd_round_trip_us(uint32_t iterations) {
+    const int ping = ::eventfd(0, 0);
+    const int pong = ::eventfd(0, 0);
+    std::thread echo([&] {
+        uint64_t v = 0;
+        for (uint32_t i = 0; i < iterations; ++i) {
+            if (::read(ping, &v, sizeof v) != sizeof v || ::write(pong, &v, sizeof v) != sizeof v) {
+                return;
+            }
+        }
+    });
+    std::vector<double> samples;
+    uint64_t v = 1;
+    for (uint32_t i = 0; i < iterations; ++i) {
+        const auto start = Clock::now();
+        if (::write(ping, &v, sizeof v) != sizeof v || ::read(pong, &v, sizeof v) != sizeof v) {
+            break;
+        }
+        samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+    echo.join();
+    ::close(ping);
+    ::close(pong);
+    std::sort(samples.begin(), samples.end());
+    return samples.empty() ? 0 : samples[samples.size() / 2];
+}
+
+// key=value words of one `path=...` line.
+std::map<std::string, std::string> words(const std::string& line) {
+    std::map<std::string, std::string> out;
+    std::istringstream in(line);
+    std::string w;
+    while (in >> w) {
+        const auto eq = w.find('=');
+        if (eq != std::string::npos) {
+            out[w.substr(0, eq)] = w.substr(eq + 1);
+        }
+    }
+    return out;
+}
+
+PathResult result_of(const std::map<std::string, std::string>& w) {
+    PathResult r;
+    r.path = w.at("path");
+    r.dispatches_per_s = std::stod(w.at("dispatch_per_s"));
+    r.latency_us_p50 = std::stod(w.at("latency_us_p50"));
+    r.latency_us_p99 = std::stod(w.at("latency_us_p99"));
+    r.latency_us_mean = std::stod(w.at("latency_us_mean"));
+    return r;
+}
+
+// One run of xenhsa-bench-rocr-guest in a new guest domain: its two paths.
+std::vector<PathResult> rocr_round(const std::filesystem::path& bin_dir,
+                                   const std::filesystem::path& sim_dir,
+                                   const BenchConfig& config) {
+    int out[2];
+    if (::pipe(out) != 0) {
+        throw std::runtime_error("pipe");
+    }
+    const std::vector<std::string> args{(bin_dir / "xenhsa-run").string(),
+                                        "--sim-dir",
+                                        sim_dir.string(),
+                                        "--",
+                                        (bin_dir / "xenhsa-bench-rocr-guest").string(),
+                                        "--latency-iterations",
+                                        std::to_string(config.latency_iterations),
+                                        "--dispatches",
+                                        std::to_string(config.throughput_dispatches),
+                                        "--batch",
+                                        std::to_string(config.batch)};
+    std::vector<char*> argv;
+    for (const auto& a : args) {
+        argv.push_back(const_cast<char*>(a.c_str()));
+    }
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    pid_t pid = -1;
+    const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    if (spawned != 0) {
+        ::close(out[0]);
+        throw std::runtime_error("cannot start " + args[0]);
+    }
+    std::string text;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(out[0], buf, sizeof buf)) > 0) {
+        text.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(out[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        throw std::runtime_error("xenhsa-bench-rocr-guest failed: " + text);
+    }
+    std::vector<PathResult> results;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+        if (line.rfind("path=", 0) == 0) {
+            results.push_back(result_of(words(line)));
+        }
+    }
+    if (results.size() != 2) {
+        throw std::runtime_error("unexpected output of xenhsa-bench-rocr-guest: " + text);
+    }
+    return results;
+}
+
+double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    BenchConfig config;
+    config.latency_iterations = 1000;
+    config.throughput_dispatches = 20000;
+    std::string bin_dir = own_bin_dir().string();
+    uint32_t rounds = 3;
+    CLI::App app{"Tiny dispatches through unmodified ROCr in a guest vs xenhsa's guest library"};
+    app.add_option("--latency-iterations", config.latency_iterations, "single dispatches timed")
+        ->capture_default_str();
+    app.add_option("--dispatches", config.throughput_dispatches, "dispatches for throughput")
+        ->capture_default_str();
+    app.add_option("--batch", config.batch, "dispatches per completion wait")
+        ->capture_default_str();
+    app.add_option("--rounds", rounds, "alternating rounds per path (median reported)")
+        ->check(CLI::Range(1u, 100u))
+        ->capture_default_str();
+    app.add_option("--bin-dir", bin_dir, "where xenhsa-sim, -backend, -run and the guest are")
+        ->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+    try {
+        GuestBoundaryPath library(bin_dir);
+        EmbeddedServices rocr_services(bin_dir);
+        std::vector<PathResult> lib_rounds, active_rounds, blocked_rounds;
+        std::vector<double> eventfd_rounds;
+        for (uint32_t round = 0; round < rounds; ++round) {
+            eventfd_rounds.push_back(eventfd_round_trip_us(config.latency_iterations));
+            PathResult lib = measure(library, config);
+            lib.path = "guest_library";
+            lib_rounds.push_back(lib);
+            auto rocr = rocr_round(bin_dir, rocr_services.sim_dir(), config);
+            active_rounds.push_back(rocr[0]);
+            blocked_rounds.push_back(rocr[1]);
+        }
+        const PathResult lib = median(lib_rounds);
+        const PathResult active = median(active_rounds);
+        const PathResult blocked = median(blocked_rounds);
+        std::sort(eventfd_rounds.begin(), eventfd_rounds.end());
+        const double eventfd = eventfd_rounds[eventfd_rounds.size() / 2];
+        print(lib);
+        print(active);
+        print(blocked);
+        std::printf("baseline eventfd_rtt_us_p50=%.1f\n", eventfd);
+        std::printf("rounds=%u latency_iterations=%u dispatches_per_round=%u batch=%u\n", rounds,
+                    config.latency_iterations, config.throughput_dispatches, config.batch);
+        std::printf("rocr_latency_ratio=%.3f\n", ratio(active.latency_us_p50, lib.latency_us_p50));
+        std::printf("rocr_blocked_latency_ratio=%.3f\n",
+                    ratio(blocked.latency_us_p50, lib.latency_us_p50));
+        std::printf("latency_vs_eventfd=%.3f\n", ratio(active.latency_us_p50, eventfd));
+        std::printf("rocr_dispatch_ratio=%.3f\n",
+                    ratio(active.dispatches_per_s, lib.dispatches_per_s));
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "xenhsa-bench-rocr: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
