@@ -30,6 +30,16 @@ const char* env(const char* name) {
     return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
+// A JSON number that is a whole number in [0, max]; nlohmann converts others silently.
+template <class T>
+T json_uint(const nlohmann::json& value, uint64_t max) {
+    if (!value.is_number_unsigned() || value.get<uint64_t>() > max) {
+        throw nlohmann::json::type_error::create(
+            302, "not a whole number up to " + std::to_string(max), &value);
+    }
+    return static_cast<T>(value.get<uint64_t>());
+}
+
 bool apply_file(const std::string& path, bool required, GuestConfig& config, std::string& error) {
     std::ifstream in(path);
     if (!in) {
@@ -48,15 +58,15 @@ bool apply_file(const std::string& path, bool required, GuestConfig& config, std
             if (key == "sim_dir") {
                 config.sim_dir = value.get<std::string>();
             } else if (key == "domid") {
-                config.domid = value.get<uint32_t>();
+                config.domid = json_uint<uint32_t>(value, 0x7FEF);
             } else if (key == "xen") {
                 config.xen = value.get<bool>();
             } else if (key == "devid") {
-                config.devid = value.get<uint32_t>();
+                config.devid = json_uint<uint32_t>(value, std::numeric_limits<uint32_t>::max());
             } else if (key == "backend_domid") {
-                config.backend_domid = value.get<uint32_t>();
+                config.backend_domid = json_uint<uint32_t>(value, 0x7FEF);
             } else if (key == "window_gib") {
-                config.window_gib = value.get<uint64_t>();
+                config.window_gib = json_uint<uint64_t>(value, 8192);
             } else if (key == "log_level") {
                 config.log_level = value.get<std::string>();
             } else {
@@ -104,7 +114,8 @@ ConfigResult load_config() {
     if (const char* level = env("XENHSA_LOG_LEVEL")) {
         config.log_level = level;
     }
-    uint64_t domid = config.domid.value_or(std::numeric_limits<uint64_t>::max());
+    constexpr uint64_t kUnset = std::numeric_limits<uint64_t>::max();
+    uint64_t domid = config.domid ? uint64_t{*config.domid} : kUnset;
     uint64_t devid = config.devid;
     uint64_t backend = config.backend_domid;
     if (!apply_number("XENHSA_DOMID", 0x7FEF, domid, error) ||
@@ -113,7 +124,7 @@ ConfigResult load_config() {
         !apply_number("XENHSA_WINDOW_GIB", 8192, config.window_gib, error)) {
         return {std::nullopt, error};
     }
-    if (domid != std::numeric_limits<uint64_t>::max()) {
+    if (domid != kUnset) {
         config.domid = static_cast<uint32_t>(domid);
     }
     config.devid = static_cast<uint32_t>(devid);
