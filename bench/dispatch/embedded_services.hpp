@@ -22,6 +22,8 @@ public:
     ~EmbeddedServices();
 
     [[nodiscard]] const std::filesystem::path &sim_dir() const { return dir_; }
+    // The xenhsa-backend supervisor (its workers are its children).
+    [[nodiscard]] pid_t backend_pid() const { return pids_.size() > 1 ? pids_[1] : -1; }
 
 private:
     void start(const std::filesystem::path &binary, const std::vector<std::string> &args,

@@ -10,6 +10,9 @@
 //   rocr_latency_ratio=<rocr_active p50 / guest_library p50>
 //   rocr_blocked_latency_ratio=<rocr_blocked p50 / guest_library p50>
 //   latency_vs_eventfd=<rocr_active p50 / eventfd round trip>
+//   idle_worker_cpu_share=<the backend's CPU share while a ROCm program with live AQL and
+//     SDMA queues idles: what noticing doorbell stores without kicks costs; 1.0 would be
+//     a core spinning>
 //   rocr_dispatch_ratio=<rocr_active dispatch_per_s / guest_library dispatch_per_s>   (last)
 #include <spawn.h>
 #include <sys/eventfd.h>
@@ -19,8 +22,12 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -90,66 +97,149 @@ PathResult result_of(const std::map<std::string, std::string>& w) {
     return r;
 }
 
-// One run of xenhsa-bench-rocr-guest in a new guest domain: its two paths.
+// xenhsa-bench-rocr-guest under xenhsa-run in a new guest domain, its stdout read by line.
+class RocrGuest {
+public:
+    RocrGuest(const std::filesystem::path& bin_dir, const std::filesystem::path& sim_dir,
+              const std::vector<std::string>& guest_args) {
+        int out[2];
+        if (::pipe(out) != 0) {
+            throw std::runtime_error("pipe");
+        }
+        std::vector<std::string> args{(bin_dir / "xenhsa-run").string(), "--sim-dir",
+                                      sim_dir.string(), "--",
+                                      (bin_dir / "xenhsa-bench-rocr-guest").string()};
+        args.insert(args.end(), guest_args.begin(), guest_args.end());
+        std::vector<char*> argv;
+        for (const auto& a : args) {
+            argv.push_back(const_cast<char*>(a.c_str()));
+        }
+        argv.push_back(nullptr);
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+        posix_spawn_file_actions_addclose(&actions, out[0]);
+        const int spawned = ::posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        ::close(out[1]);
+        fd_ = out[0];
+        if (spawned != 0) {
+            ::close(fd_);
+            throw std::runtime_error("cannot start " + args[0]);
+        }
+    }
+    RocrGuest(const RocrGuest&) = delete;
+    RocrGuest& operator=(const RocrGuest&) = delete;
+    ~RocrGuest() {
+        ::close(fd_);
+        if (pid_ > 0) {
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+
+    // The next line, or nullopt at the end of its output.
+    std::optional<std::string> line() {
+        for (;;) {
+            const auto nl = buffer_.find('\n');
+            if (nl != std::string::npos) {
+                std::string l = buffer_.substr(0, nl);
+                buffer_.erase(0, nl + 1);
+                return l;
+            }
+            char buf[4096];
+            const ssize_t n = ::read(fd_, buf, sizeof buf);
+            if (n <= 0) {
+                return std::nullopt;
+            }
+            buffer_.append(buf, static_cast<std::size_t>(n));
+        }
+    }
+    // Its lines to the end, then its exit; throws unless it exited 0.
+    std::vector<std::string> finish() {
+        std::vector<std::string> lines;
+        while (auto l = line()) {
+            lines.push_back(*l);
+        }
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+        pid_ = -1;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            throw std::runtime_error("xenhsa-bench-rocr-guest failed");
+        }
+        return lines;
+    }
+
+private:
+    pid_t pid_ = -1;
+    int fd_ = -1;
+    std::string buffer_;
+};
+
+// One measuring run: its two paths.
 std::vector<PathResult> rocr_round(const std::filesystem::path& bin_dir,
                                    const std::filesystem::path& sim_dir,
                                    const BenchConfig& config) {
-    int out[2];
-    if (::pipe(out) != 0) {
-        throw std::runtime_error("pipe");
-    }
-    const std::vector<std::string> args{(bin_dir / "xenhsa-run").string(),
-                                        "--sim-dir",
-                                        sim_dir.string(),
-                                        "--",
-                                        (bin_dir / "xenhsa-bench-rocr-guest").string(),
-                                        "--latency-iterations",
-                                        std::to_string(config.latency_iterations),
-                                        "--dispatches",
-                                        std::to_string(config.throughput_dispatches),
-                                        "--batch",
-                                        std::to_string(config.batch)};
-    std::vector<char*> argv;
-    for (const auto& a : args) {
-        argv.push_back(const_cast<char*>(a.c_str()));
-    }
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    pid_t pid = -1;
-    const int spawned = ::posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    if (spawned != 0) {
-        ::close(out[0]);
-        throw std::runtime_error("cannot start " + args[0]);
-    }
-    std::string text;
-    char buf[4096];
-    ssize_t n = 0;
-    while ((n = ::read(out[0], buf, sizeof buf)) > 0) {
-        text.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(out[0]);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        throw std::runtime_error("xenhsa-bench-rocr-guest failed: " + text);
-    }
+    RocrGuest guest(
+        bin_dir, sim_dir,
+        {"--latency-iterations", std::to_string(config.latency_iterations), "--dispatches",
+         std::to_string(config.throughput_dispatches), "--batch", std::to_string(config.batch)});
     std::vector<PathResult> results;
-    std::istringstream lines(text);
-    std::string line;
-    while (std::getline(lines, line)) {
-        if (line.rfind("path=", 0) == 0) {
-            results.push_back(result_of(words(line)));
+    for (const std::string& l : guest.finish()) {
+        if (l.rfind("path=", 0) == 0) {
+            results.push_back(result_of(words(l)));
         }
     }
     if (results.size() != 2) {
-        throw std::runtime_error("unexpected output of xenhsa-bench-rocr-guest: " + text);
+        throw std::runtime_error("unexpected output of xenhsa-bench-rocr-guest");
     }
     return results;
+}
+
+// CPU seconds of every thread of the processes whose parent is `parent` (schedstat: ns).
+double children_cpu_seconds(pid_t parent) {
+    double ns = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        std::ifstream stat(entry.path() / "stat");
+        std::string text;
+        if (!std::getline(stat, text) || text.rfind(')') == std::string::npos) {
+            continue;
+        }
+        // pid (comm) state ppid ...: the fields after the last ')'.
+        std::istringstream rest(text.substr(text.rfind(')') + 2));
+        std::string state;
+        long ppid = 0;
+        rest >> state >> ppid;
+        if (ppid != parent) {
+            continue;
+        }
+        std::error_code ec;
+        for (const auto& task : std::filesystem::directory_iterator(entry.path() / "task", ec)) {
+            std::ifstream sched(task.path() / "schedstat");
+            double on_cpu = 0;
+            if (sched >> on_cpu) {
+                ns += on_cpu;
+            }
+        }
+    }
+    return ns / 1e9;
+}
+
+// The backend's CPU share while a ROCm program with live queues sits idle.
+double idle_worker_cpu_share(const std::filesystem::path& bin_dir, const EmbeddedServices& services,
+                             uint32_t idle_ms) {
+    RocrGuest guest(bin_dir, services.sim_dir(), {"--idle-ms", std::to_string(idle_ms)});
+    for (auto l = guest.line(); l && *l != "idle start"; l = guest.line()) {
+    }
+    // Past the setup's last polling phase: what remains is the idle cost.
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms / 4));
+    const double cpu0 = children_cpu_seconds(services.backend_pid());
+    const auto wall0 = Clock::now();
+    std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms / 2));
+    const double cpu = children_cpu_seconds(services.backend_pid()) - cpu0;
+    const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+    (void)guest.finish();
+    return cpu / wall;
 }
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
@@ -162,6 +252,7 @@ int main(int argc, char** argv) {
     config.throughput_dispatches = 20000;
     std::string bin_dir = own_bin_dir().string();
     uint32_t rounds = 3;
+    uint32_t idle_ms = 4000;
     CLI::App app{"Tiny dispatches through unmodified ROCr in a guest vs xenhsa's guest library"};
     app.add_option("--latency-iterations", config.latency_iterations, "single dispatches timed")
         ->capture_default_str();
@@ -171,6 +262,10 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--rounds", rounds, "alternating rounds per path (median reported)")
         ->check(CLI::Range(1u, 100u))
+        ->capture_default_str();
+    app.add_option("--idle-ms", idle_ms,
+                   "how long a ROCm program with live queues idles (its middle half is measured)")
+        ->check(CLI::Range(400u, 600000u))
         ->capture_default_str();
     app.add_option("--bin-dir", bin_dir, "where xenhsa-sim, -backend, -run and the guest are")
         ->capture_default_str();
@@ -189,6 +284,7 @@ int main(int argc, char** argv) {
             active_rounds.push_back(rocr[0]);
             blocked_rounds.push_back(rocr[1]);
         }
+        const double idle_share = idle_worker_cpu_share(bin_dir, rocr_services, idle_ms);
         const PathResult lib = median(lib_rounds);
         const PathResult active = median(active_rounds);
         const PathResult blocked = median(blocked_rounds);
@@ -198,6 +294,9 @@ int main(int argc, char** argv) {
         print(active);
         print(blocked);
         std::printf("baseline eventfd_rtt_us_p50=%.1f\n", eventfd);
+        // A queue that spun while idle would cost one core: 1.0.
+        std::printf("idle_worker_cpu_share=%.4f idle_ms=%u spinning_core=1.0\n", idle_share,
+                    idle_ms / 2);
         std::printf("rounds=%u latency_iterations=%u dispatches_per_round=%u batch=%u\n", rounds,
                     config.latency_iterations, config.throughput_dispatches, config.batch);
         std::printf("rocr_latency_ratio=%.3f\n", ratio(active.latency_us_p50, lib.latency_us_p50));

@@ -8,14 +8,19 @@
 //   rocr_active   hsa_signal_wait_scacquire(..., HSA_WAIT_STATE_ACTIVE): the data path
 //   rocr_blocked  HSA_WAIT_STATE_BLOCKED, what applications use: ROCr spins 200 us, then
 //                 sleeps in hsaKmtWaitOnEvent (an EVENT_WAIT on the ring)
+// With --idle-ms MS it instead sets up (queues and all) and stays idle that long between
+// the lines "idle start" and "idle end", for the driver to measure what an idle ROCr
+// costs the backend.
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "dispatch_path.hpp"
 
@@ -103,6 +108,16 @@ public:
         hsa_shut_down();
     }
 
+    // One async copy inside the arena (this makes ROCr create its SDMA queue).
+    void copy_once() {
+        auto* base = static_cast<char*>(arena_);
+        hsa_signal_store_relaxed(done_, 1);
+        ensure(
+            hsa_amd_memory_async_copy(base + 2048, gpu_, base + 1024, cpu_, 512, 0, nullptr, done_),
+            "async copy");
+        wait();
+    }
+
     void set_wait(hsa_wait_state_t state, const char* name) {
         wait_ = state;
         name_ = name;
@@ -172,6 +187,7 @@ private:
 
 int main(int argc, char** argv) {
     BenchConfig config;
+    uint32_t idle_ms = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const auto value = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
         if (std::strcmp(argv[i], "--latency-iterations") == 0) {
@@ -180,10 +196,21 @@ int main(int argc, char** argv) {
             config.throughput_dispatches = value;
         } else if (std::strcmp(argv[i], "--batch") == 0) {
             config.batch = value;
+        } else if (std::strcmp(argv[i], "--idle-ms") == 0) {
+            idle_ms = value;
         }
     }
     try {
         RocrPath path;
+        if (idle_ms != 0) {
+            path.dispatch_and_wait();  // every queue made and used once (SDMA too)
+            path.copy_once();
+            std::printf("idle start\n");
+            std::fflush(stdout);
+            std::this_thread::sleep_for(std::chrono::milliseconds(idle_ms));
+            std::printf("idle end\n");
+            return 0;
+        }
         print(measure(path, config));
         path.set_wait(HSA_WAIT_STATE_BLOCKED, "rocr_blocked");
         print(measure(path, config));
