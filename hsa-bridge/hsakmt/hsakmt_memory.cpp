@@ -176,6 +176,11 @@ Result<void> HsakmtDevice::unmap_from_gpu(Va va) {
 }
 
 Result<QueueId> HsakmtDevice::create_queue(const QueueSpec& spec) {
+    if (spec.type != QueueType::compute_aql) {
+        // Thunk 5.2.3 hands an SDMA queue read/write pointers of its own instead of the
+        // guest's (see README.md): not yet.
+        return errc(std::errc::operation_not_supported);
+    }
     HsaEvent* error_event = nullptr;
     {
         std::lock_guard lock(mutex_);

@@ -3,6 +3,7 @@
 #include <xenhsa/proto/validate.h>
 
 #include <bit>
+#include <optional>
 
 #include "fatal.hpp"
 #include "session_impl.hpp"
@@ -11,9 +12,20 @@ namespace xenhsa::hsa {
 
 namespace {
 
+std::optional<QueueType> queue_type(uint32_t type) noexcept {
+    switch (type) {
+        case XENHSA_QUEUE_COMPUTE_AQL:
+            return QueueType::compute_aql;
+        case XENHSA_QUEUE_SDMA:
+            return QueueType::sdma;
+        default:
+            return std::nullopt;
+    }
+}
+
 Result<void> check_queue_request(const xenhsa_queue_create_req& req) {
     const bool args_ok =
-        req.type == XENHSA_QUEUE_COMPUTE_AQL && req.node < XENHSA_QUERY_MAX_NODES &&
+        queue_type(req.type).has_value() && req.node < XENHSA_QUERY_MAX_NODES &&
         req.percentage <= 100 && req.priority >= XENHSA_QUEUE_PRIORITY_MIN &&
         req.priority <= XENHSA_QUEUE_PRIORITY_MAX && req.ring_size >= XENHSA_QUEUE_RING_MIN &&
         req.ring_size <= XENHSA_QUEUE_RING_MAX && std::has_single_bit(req.ring_size);
@@ -68,6 +80,7 @@ Result<GpuSession::QueueCreated> GpuSession::create_queue(const xenhsa_queue_cre
     queue.doorbell = doorbell;
 
     QueueSpec spec;
+    spec.type = *queue_type(req.type);
     spec.node = req.node;
     spec.percentage = req.percentage;
     spec.priority = req.priority;
@@ -136,6 +149,11 @@ void GpuSession::doorbell(uint32_t index, uint64_t value) noexcept {
     }
     // A failure means the queue stopped (it faulted); the fault path reports that.
     (void)s.device.ring_doorbell(s.doorbell_queue[index], value);
+}
+
+bool GpuSession::supports_queue_type(uint32_t type) noexcept {
+    const auto t = queue_type(type);
+    return t && impl_->device.supports_queue_type(*t);
 }
 
 bool GpuSession::track_kicks(uint32_t* kick_requested) noexcept {

@@ -3,28 +3,28 @@
 #ifndef XENHSA_HSA_SOFT_AGENT_IMPL_HPP
 #define XENHSA_HSA_SOFT_AGENT_IMPL_HPP
 
+#include <map>
+#include <memory>
+#include <mutex>
+#include <xenhsa/hsa/soft_agent.hpp>
+
 #include "address_space.hpp"
 #include "agent_shared.hpp"
 #include "aql_queue.hpp"
 #include "events.hpp"
+#include "sdma_queue.hpp"
 #include "signals.hpp"
 #include "topology.hpp"
 #include "worker_pool.hpp"
-
-#include <xenhsa/hsa/soft_agent.hpp>
-
-#include <map>
-#include <memory>
-#include <mutex>
 
 namespace xenhsa::hsa {
 
 class SoftAgent final : public KfdDevice, private soft::QueueErrorSink {
 public:
-    explicit SoftAgent(const SoftAgentOptions &options);
-    ~SoftAgent() override; // queues first (stopped, joined), then workers, memory, events
-    SoftAgent(const SoftAgent &) = delete;
-    SoftAgent &operator=(const SoftAgent &) = delete;
+    explicit SoftAgent(const SoftAgentOptions& options);
+    ~SoftAgent() override;  // queues first (stopped, joined), then workers, memory, events
+    SoftAgent(const SoftAgent&) = delete;
+    SoftAgent& operator=(const SoftAgent&) = delete;
 
     Result<xenhsa_version_info> version() override;
     Result<xenhsa_system_props> system() override;
@@ -42,12 +42,13 @@ public:
     Result<void> map_to_gpu(Va va, uint64_t node_mask, bool read_only) override;
     Result<void> unmap_from_gpu(Va va) override;
 
-    Result<QueueId> create_queue(const QueueSpec &spec) override;
+    bool supports_queue_type(QueueType type) noexcept override;
+    Result<QueueId> create_queue(const QueueSpec& spec) override;
     Result<void> destroy_queue(QueueId queue) override;
     Result<void> ring_doorbell(QueueId queue, uint64_t value) override;
-    bool track_kicks(uint32_t *kick_requested) noexcept override;
+    bool track_kicks(uint32_t* kick_requested) noexcept override;
 
-    Result<EventInfo> create_event(const EventSpec &spec) override;
+    Result<EventInfo> create_event(const EventSpec& spec) override;
     Result<void> destroy_event(EventId event) override;
     Result<void> set_event(EventId event) override;
     Result<void> reset_event(EventId event) override;
@@ -59,7 +60,7 @@ public:
 private:
     void queue_failed(QueueId queue, EventId error_event,
                       std::optional<Va> fault) noexcept override;
-    Result<QueueId> make_queue(const QueueSpec &spec);
+    Result<QueueId> make_queue(const QueueSpec& spec);
 
     SoftAgentOptions options_;
     soft::Topology topology_;
@@ -72,7 +73,7 @@ private:
     soft::KickTracker kicks_;
     soft::AgentShared shared_;
     std::mutex queues_mutex_;
-    std::map<QueueId, std::unique_ptr<soft::AqlQueue>> queues_;
+    std::map<QueueId, std::unique_ptr<soft::Queue>> queues_;
     QueueId next_queue_ = 1;
 };
 

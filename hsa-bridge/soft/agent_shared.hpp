@@ -3,16 +3,16 @@
 #ifndef XENHSA_HSA_SOFT_AGENT_SHARED_HPP
 #define XENHSA_HSA_SOFT_AGENT_SHARED_HPP
 
+#include <cstdint>
+#include <optional>
+#include <xenhsa/hsa/kfd_device.hpp>
+
 #include "address_space.hpp"
 #include "events.hpp"
+#include "idle_wait.hpp"
 #include "kick_tracker.hpp"
 #include "signals.hpp"
 #include "worker_pool.hpp"
-
-#include <xenhsa/hsa/kfd_device.hpp>
-
-#include <cstdint>
-#include <optional>
 
 namespace xenhsa::hsa::soft {
 
@@ -28,14 +28,14 @@ protected:
 };
 
 struct AgentShared {
-    AddressSpace &memory;
-    EventTable &events;
-    SignalHub &signals;
-    WorkerPool &pool;
-    QueueErrorSink &errors;
-    KickTracker &kicks;
+    AddressSpace& memory;
+    EventTable& events;
+    SignalHub& signals;
+    WorkerPool& pool;
+    QueueErrorSink& errors;
+    KickTracker& kicks;
     uint32_t max_inflight = 4;
-    uint32_t idle_spin = 256;
+    IdlePolicy idle;
 };
 
 }  // namespace xenhsa::hsa::soft

@@ -3,6 +3,7 @@
 #include <xenhsa/proto/queue.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 
@@ -15,27 +16,24 @@ static_assert(sizeof(hsa_kernel_dispatch_packet_t) == kPacketSize &&
               sizeof(hsa_barrier_and_packet_t) == kPacketSize &&
               sizeof(hsa_barrier_or_packet_t) == kPacketSize);
 
-constexpr uint32_t kMaxWorkgroupSize = 1024;     // HSA_AGENT_INFO_WORKGROUP_MAX_SIZE
-constexpr uint64_t kMaxGridSize = 0xFFFFFFFFull; // HSA_AGENT_INFO_GRID_MAX_SIZE
-constexpr uint32_t kGroupSegmentMax = 64 * 1024; // LDS
+constexpr uint32_t kMaxWorkgroupSize = 1024;      // HSA_AGENT_INFO_WORKGROUP_MAX_SIZE
+constexpr uint64_t kMaxGridSize = 0xFFFFFFFFull;  // HSA_AGENT_INFO_GRID_MAX_SIZE
+constexpr uint32_t kGroupSegmentMax = 64 * 1024;  // LDS
 constexpr auto kStallBackoffMin = std::chrono::microseconds(50);
 constexpr auto kStallBackoffMax = std::chrono::milliseconds(5);
 constexpr auto kBarrierBackoffMin = std::chrono::microseconds(20);
 constexpr auto kBarrierBackoffMax = std::chrono::milliseconds(1);
 
-uint32_t header_field(uint16_t header, int shift, int width) noexcept
-{
+uint32_t header_field(uint16_t header, int shift, int width) noexcept {
     return (header >> shift) & ((1u << width) - 1);
 }
 
-uint32_t release_scope(uint16_t header) noexcept
-{
+uint32_t release_scope(uint16_t header) noexcept {
     return header_field(header, HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE,
                         HSA_PACKET_HEADER_WIDTH_SCRELEASE_FENCE_SCOPE);
 }
 
-void fence_for(uint32_t scope, std::memory_order order) noexcept
-{
+void fence_for(uint32_t scope, std::memory_order order) noexcept {
     if (scope == HSA_FENCE_SCOPE_SYSTEM) {
         std::atomic_thread_fence(std::memory_order_seq_cst);
     } else if (scope == HSA_FENCE_SCOPE_AGENT) {
@@ -44,21 +42,26 @@ void fence_for(uint32_t scope, std::memory_order order) noexcept
 }
 
 template <class T>
-std::atomic_ref<T> guest_atomic(Va va) noexcept
-{
-    return std::atomic_ref<T>(*reinterpret_cast<T *>(host_ptr(va)));
+std::atomic_ref<T> guest_atomic(Va va) noexcept {
+    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
 }
 
-void cpu_relax() noexcept
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+// AMD's vendor-specific AQL packet that runs a PM4 indirect buffer (ROCr 5.2.3,
+// AqlQueue::ExecutePM4 on gfx9+: amd_aql_pm4_ib), in our own words.
+constexpr uint16_t kVendorFormatPm4Ib = 1;  // AMD_AQL_FORMAT_PM4_IB
+struct Pm4IbPacket {
+    uint16_t header;
+    uint16_t vendor_format;
+    uint32_t ib_jump[4];  // PM4 INDIRECT_BUFFER: the IB's address and size
+    uint32_t dw_count_remain;
+    uint32_t reserved[8];
+    uint64_t completion_signal;
+};
+static_assert(sizeof(Pm4IbPacket) == kPacketSize && offsetof(Pm4IbPacket, vendor_format) == 2 &&
+              offsetof(Pm4IbPacket, completion_signal) == 56);
 
 // Workgroup counts of a dispatch packet, or nullopt when the packet is malformed.
-std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t &packet)
-{
+std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t& packet) {
     const uint32_t dims = header_field(packet.setup, HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
                                        HSA_KERNEL_DISPATCH_PACKET_SETUP_WIDTH_DIMENSIONS);
     if (dims < 1 || dims > 3) {
@@ -76,7 +79,7 @@ std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t &pa
         if (grid == 0 || group == 0 || (d >= dims && (grid != 1 || group != 1))) {
             return std::nullopt;
         }
-        items *= grid; // below 2^32 after each step: no overflow
+        items *= grid;  // below 2^32 after each step: no overflow
         if (items > kMaxGridSize) {
             return std::nullopt;
         }
@@ -92,45 +95,41 @@ std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t &pa
 
 }  // namespace
 
-AqlQueue::AqlQueue(AgentShared &agent, QueueId id, const QueueSpec &spec,
-                   const QueueMemory &memory, bool ring_writable)
+AqlQueue::AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const QueueMemory& memory,
+                   bool ring_writable)
     : agent_(agent),
       id_(id),
       memory_(memory),
       error_event_(spec.error_event),
       slot_mask_(spec.ring_size / kPacketSize - 1),
       ring_writable_(ring_writable),
-      active_(spec.percentage > 0)
-{
+      active_(spec.percentage > 0) {
     // Where the guest left the read index (zero for a fresh amd_queue_t): read once.
     read_ = guest_atomic<uint64_t>(memory_.rptr).load(std::memory_order_acquire);
 }
 
 AqlQueue::~AqlQueue() { stop(); }
 
-void AqlQueue::start()
-{
+void AqlQueue::start() {
     if (active_) {
         thread_ = std::thread([this] { run(); });
     }
 }
 
-void AqlQueue::doorbell() noexcept
-{
+void AqlQueue::doorbell() noexcept {
     std::lock_guard lock(mutex_);
     ++doorbells_;
     cv_.notify_one();
 }
 
-void AqlQueue::stop() noexcept
-{
+void AqlQueue::stop() noexcept {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
         halted_.store(true, std::memory_order_release);
         cv_.notify_all();
     }
-    agent_.signals.bump(); // a barrier wait sleeps on the hub
+    agent_.signals.bump();  // a barrier wait sleeps on the hub
     if (!thread_.joinable()) {
         return;
     }
@@ -142,8 +141,7 @@ void AqlQueue::stop() noexcept
     }
 }
 
-void AqlQueue::fail(std::optional<Va> fault) noexcept
-{
+void AqlQueue::fail(std::optional<Va> fault) noexcept {
     {
         std::lock_guard lock(mutex_);
         if (!failed_) {
@@ -161,8 +159,7 @@ void AqlQueue::fail(std::optional<Va> fault) noexcept
     agent_.signals.bump();
 }
 
-void AqlQueue::dispatch_done(const DispatchJob &job) noexcept
-{
+void AqlQueue::dispatch_done(const DispatchJob& job) noexcept {
     if (!halted()) {
         fence_for(job.release_scope(), std::memory_order_release);
         if (job.completion_signal() != 0) {
@@ -178,41 +175,36 @@ void AqlQueue::dispatch_done(const DispatchJob &job) noexcept
     cv_.notify_all();
 }
 
-uint64_t AqlQueue::load_wptr() const noexcept
-{
+uint64_t AqlQueue::load_wptr() const noexcept {
     return guest_atomic<uint64_t>(memory_.wptr).load(std::memory_order_acquire);
 }
 
 // The write dispatch id is guest-written: anything not ahead of us means no work.
-bool AqlQueue::work_arrived(uint64_t read) const noexcept
-{
+bool AqlQueue::work_arrived(uint64_t read) const noexcept {
     return static_cast<int64_t>(load_wptr() - read) > 0;
 }
 
-void AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout)
-{
+bool AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout) {
     std::unique_lock lock(mutex_);
     auto woken = [&] { return doorbells_ != seen || leaving_locked(); };
     if (timeout) {
-        cv_.wait_for(lock, *timeout, woken);
-    } else {
-        cv_.wait(lock, woken);
+        return cv_.wait_for(lock, *timeout, woken);
     }
+    cv_.wait(lock, woken);
+    return true;
 }
 
-bool AqlQueue::wait_inflight_below(uint32_t limit)
-{
+bool AqlQueue::wait_inflight_below(uint32_t limit) {
     std::unique_lock lock(mutex_);
     cv_.wait(lock, [&] { return inflight_ < limit || leaving_locked(); });
     return !leaving_locked();
 }
 
-void AqlQueue::run() noexcept
-{
+void AqlQueue::run() noexcept {
     try {
         process_packets();
     } catch (...) {
-        fail(std::nullopt); // out of memory making a job: a device failure
+        fail(std::nullopt);  // out of memory making a job: a device failure
     }
     // Stopped, failed or faulted: let the dispatches in flight end (a stop or a fault
     // has them skip their remaining workgroups) before reporting.
@@ -230,9 +222,9 @@ void AqlQueue::run() noexcept
     }
 }
 
-void AqlQueue::process_packets()
-{
+void AqlQueue::process_packets() {
     auto stall = kStallBackoffMin;
+    IdleWait idle(agent_.idle, agent_.kicks);
     for (;;) {
         uint64_t seen = 0;
         {
@@ -240,44 +232,35 @@ void AqlQueue::process_packets()
             if (leaving_locked()) {
                 return;
             }
-            seen = doorbells_; // before the wptr load: a later doorbell wakes the wait
+            seen = doorbells_;  // before the wptr load: a later doorbell wakes the wait
         }
         if (!work_arrived(read_)) {
-            bool arrived = false;
-            for (uint32_t i = 0; i < agent_.idle_spin && !arrived; ++i) {
-                cpu_relax();
-                arrived = work_arrived(read_);
-            }
-            if (!arrived) {
-                agent_.kicks.sleeping();
-                if (!work_arrived(read_)) {
-                    wait_doorbell(seen, std::nullopt);
-                }
-                agent_.kicks.awake();
-            }
+            idle.step(
+                [&] { return work_arrived(read_); },
+                [&](std::chrono::microseconds timeout) { return wait_doorbell(seen, timeout); });
             continue;
         }
+        idle.busy();
         switch (process(read_)) {
-        case Step::next:
-            ++read_;
-            stall = kStallBackoffMin;
-            break;
-        case Step::stall:
-            // The producer has reserved the slot but not yet stored its header. It rings
-            // the doorbell after storing it; the timeout covers producers that do not.
-            agent_.kicks.sleeping();
-            wait_doorbell(seen, stall);
-            agent_.kicks.awake();
-            stall = std::min<std::chrono::microseconds>(stall * 2, kStallBackoffMax);
-            break;
-        case Step::stop:
-            return;
+            case Step::next:
+                ++read_;
+                stall = kStallBackoffMin;
+                break;
+            case Step::stall:
+                // The producer has reserved the slot but not yet stored its header. It rings
+                // the doorbell after storing it; the timeout covers producers that do not.
+                agent_.kicks.sleeping();
+                wait_doorbell(seen, stall);
+                agent_.kicks.awake();
+                stall = std::min<std::chrono::microseconds>(stall * 2, kStallBackoffMax);
+                break;
+            case Step::stop:
+                return;
         }
     }
 }
 
-AqlQueue::Step AqlQueue::process(uint64_t read)
-{
+AqlQueue::Step AqlQueue::process(uint64_t read) {
     const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
     const uint16_t header = guest_atomic<uint16_t>(slot).load(std::memory_order_acquire);
     const uint32_t type =
@@ -286,7 +269,7 @@ AqlQueue::Step AqlQueue::process(uint64_t read)
         return Step::stall;
     }
     if (!ring_writable_) {
-        fail(slot); // retiring the packet writes its header: a GPU write to the ring
+        fail(slot);  // retiring the packet writes its header: a GPU write to the ring
         return Step::stop;
     }
     // One copy of the body, after the header's acquire; the guest may rewrite the slot.
@@ -302,41 +285,66 @@ AqlQueue::Step AqlQueue::process(uint64_t read)
               std::memory_order_acquire);
 
     switch (type) {
-    case HSA_PACKET_TYPE_KERNEL_DISPATCH: {
-        hsa_kernel_dispatch_packet_t packet;
-        std::memcpy(&packet, bytes.data(), sizeof packet);
-        return dispatch(packet, header, read);
+        case HSA_PACKET_TYPE_KERNEL_DISPATCH: {
+            hsa_kernel_dispatch_packet_t packet;
+            std::memcpy(&packet, bytes.data(), sizeof packet);
+            return dispatch(packet, header, read);
+        }
+        case HSA_PACKET_TYPE_BARRIER_AND:
+        case HSA_PACKET_TYPE_BARRIER_OR: {
+            hsa_barrier_and_packet_t packet;  // the OR packet has the same layout
+            std::memcpy(&packet, bytes.data(), sizeof packet);
+            return barrier(packet, header, read,
+                           type == HSA_PACKET_TYPE_BARRIER_AND ? BarrierKind::all_zero
+                                                               : BarrierKind::any_zero);
+        }
+        case HSA_PACKET_TYPE_VENDOR_SPECIFIC:
+            return vendor(bytes, header, read);
+        default:  // agent dispatch, reserved: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
+            fail(std::nullopt);
+            return Step::stop;
     }
-    case HSA_PACKET_TYPE_BARRIER_AND:
-    case HSA_PACKET_TYPE_BARRIER_OR: {
-        hsa_barrier_and_packet_t packet; // the OR packet has the same layout
-        std::memcpy(&packet, bytes.data(), sizeof packet);
-        return barrier(packet, header, read,
-                       type == HSA_PACKET_TYPE_BARRIER_AND ? BarrierKind::all_zero
-                                                           : BarrierKind::any_zero);
-    }
-    default: // vendor-specific, agent dispatch, reserved: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
-        fail(std::nullopt);
+}
+
+AqlQueue::Step AqlQueue::vendor(std::span<const std::byte> bytes, uint16_t header, uint64_t read) {
+    Pm4IbPacket packet{};
+    std::memcpy(&packet, bytes.data(), sizeof packet);
+    if (packet.vendor_format != kVendorFormatPm4Ib) {
+        fail(std::nullopt);  // a vendor format this agent does not know
         return Step::stop;
     }
+    // The IB only invalidates GPU caches; a software GPU has none to invalidate, and the
+    // IB's memory is never read.
+    return complete(header, read, packet.completion_signal);
+}
+
+AqlQueue::Step AqlQueue::complete(uint16_t header, uint64_t read, uint64_t completion_signal) {
+    retire(read);
+    fence_for(release_scope(header), std::memory_order_release);
+    if (completion_signal != 0) {
+        if (auto fault =
+                complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal)) {
+            fail(fault);
+            return Step::stop;
+        }
+    }
+    return Step::next;
 }
 
 // The packet is consumed: its slot goes back to the producer. Done before the packet can
 // complete, so a producer that sees the completion also sees the slot free.
-void AqlQueue::retire(uint64_t read) noexcept
-{
+void AqlQueue::retire(uint64_t read) noexcept {
     const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
     guest_atomic<uint16_t>(slot).store(HSA_PACKET_TYPE_INVALID, std::memory_order_relaxed);
     guest_atomic<uint64_t>(memory_.rptr).store(read + 1, std::memory_order_release);
 }
 
-AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t &packet, uint16_t header,
-                                  uint64_t read)
-{
+AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, uint16_t header,
+                                  uint64_t read) {
     const auto shape = decode_shape(packet);
-    const BuiltinKernel *kernel = find_kernel(packet.kernel_object);
+    const BuiltinKernel* kernel = find_kernel(packet.kernel_object);
     if (!shape || kernel == nullptr) {
-        fail(std::nullopt); // malformed packet, or HSA_STATUS_ERROR_INVALID_CODE_OBJECT
+        fail(std::nullopt);  // malformed packet, or HSA_STATUS_ERROR_INVALID_CODE_OBJECT
         return Step::stop;
     }
     const Va kernarg_va = reinterpret_cast<uintptr_t>(packet.kernarg_address);
@@ -373,15 +381,14 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t &packet, ui
     return Step::next;
 }
 
-AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t &packet, uint16_t header,
-                                 uint64_t read, BarrierKind kind)
-{
+AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t& packet, uint16_t header,
+                                 uint64_t read, BarrierKind kind) {
     const std::array<uint64_t, 5> deps{packet.dep_signal[0].handle, packet.dep_signal[1].handle,
                                        packet.dep_signal[2].handle, packet.dep_signal[3].handle,
                                        packet.dep_signal[4].handle};
     auto backoff = kBarrierBackoffMin;
     for (;;) {
-        const uint64_t epoch = agent_.signals.epoch(); // before the checks: see SignalHub
+        const uint64_t epoch = agent_.signals.epoch();  // before the checks: see SignalHub
         if (halted()) {
             return Step::stop;
         }
@@ -396,16 +403,7 @@ AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t &packet, uint16_
         agent_.signals.wait(epoch, backoff);
         backoff = std::min<std::chrono::microseconds>(backoff * 2, kBarrierBackoffMax);
     }
-    retire(read);
-    fence_for(release_scope(header), std::memory_order_release);
-    if (packet.completion_signal.handle != 0) {
-        if (auto fault = complete_signal(agent_.memory, agent_.events, agent_.signals,
-                                         packet.completion_signal.handle)) {
-            fail(fault);
-            return Step::stop;
-        }
-    }
-    return Step::next;
+    return complete(header, read, packet.completion_signal.handle);
 }
 
 }  // namespace xenhsa::hsa::soft

@@ -10,15 +10,16 @@
 // A packet's completion signal is decremented after that, and after its release fence:
 // for a dispatch, when its last workgroup ends.
 //
-// Busy queues poll the write pointer; an idle queue asks for doorbell kicks (KickTracker)
-// and sleeps until ring_doorbell. An error
+// AMD's vendor-specific PM4 indirect-buffer packet (ROCr's ExecutePM4: cache
+// invalidation) is retired as the no-op it is on a software GPU, with its completion
+// signal; any other vendor format is an invalid packet.
+//
+// Busy queues poll the write pointer; an idle queue waits as IdleWait says (spin, back
+// off, then ask for kicks and block with a slow re-check). An error
 // (a GPU page fault, an invalid packet) stops the queue for good: workgroups not started
 // are skipped, and the agent signals the error event and reports the fault once.
 #ifndef XENHSA_HSA_SOFT_AQL_QUEUE_HPP
 #define XENHSA_HSA_SOFT_AQL_QUEUE_HPP
-
-#include "agent_shared.hpp"
-#include "dispatch_job.hpp"
 
 #include <hsa/hsa.h>
 
@@ -29,38 +30,39 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
+
+#include "agent_shared.hpp"
+#include "dispatch_job.hpp"
+#include "queue.hpp"
 
 namespace xenhsa::hsa::soft {
 
-class AqlQueue {
+class AqlQueue final : public Queue {
 public:
     // The caller holds `memory` in the address space for the queue's lifetime.
-    AqlQueue(AgentShared &agent, QueueId id, const QueueSpec &spec, const QueueMemory &memory,
+    AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const QueueMemory& memory,
              bool ring_writable);
-    ~AqlQueue(); // stop()
-    AqlQueue(const AqlQueue &) = delete;
-    AqlQueue &operator=(const AqlQueue &) = delete;
+    ~AqlQueue() override;  // stop()
 
-    // Starts the packet processor (not for an inactive, 0% queue). Throws
-    // std::system_error when no thread can be made.
-    void start();
-    void doorbell() noexcept;
+    void start() override;
+    void doorbell() noexcept override;
     // Stops fetching, skips workgroups not yet started, waits for the ones running and
     // joins (from the queue's own thread, i.e. its FaultHandler: detaches instead).
     // Idempotent. Completion signals of cancelled dispatches are left alone.
-    void stop() noexcept;
-    [[nodiscard]] const QueueMemory &memory() const noexcept { return memory_; }
+    void stop() noexcept override;
+    [[nodiscard]] const QueueMemory& memory() const noexcept override { return memory_; }
 
     // For workers.
     [[nodiscard]] bool halted() const noexcept { return halted_.load(std::memory_order_acquire); }
-    [[nodiscard]] const AddressSpace &address_space() const noexcept { return agent_.memory; }
+    [[nodiscard]] const AddressSpace& address_space() const noexcept { return agent_.memory; }
     // The queue hit an error: a GPU page fault at `fault` (its workgroups not started
     // are skipped), or (nullopt) an invalid packet or device failure (work already
     // launched completes). The queue fetches no more packets; the first error counts.
     void fail(std::optional<Va> fault) noexcept;
     // The last workgroup of `job` ended; the job must not touch the queue afterwards.
-    void dispatch_done(const DispatchJob &job) noexcept;
+    void dispatch_done(const DispatchJob& job) noexcept;
 
 private:
     enum class Step : uint8_t { next, stall, stop };
@@ -68,24 +70,28 @@ private:
     void run() noexcept;
     void process_packets();
     Step process(uint64_t read);
-    Step dispatch(const hsa_kernel_dispatch_packet_t &packet, uint16_t header, uint64_t read);
-    Step barrier(const hsa_barrier_and_packet_t &packet, uint16_t header, uint64_t read,
+    Step dispatch(const hsa_kernel_dispatch_packet_t& packet, uint16_t header, uint64_t read);
+    Step barrier(const hsa_barrier_and_packet_t& packet, uint16_t header, uint64_t read,
                  BarrierKind kind);
+    Step vendor(std::span<const std::byte> bytes, uint16_t header, uint64_t read);
+    // Retires a packet that is done at once and decrements its completion signal.
+    Step complete(uint16_t header, uint64_t read, uint64_t completion_signal);
     void retire(uint64_t read) noexcept;
     [[nodiscard]] bool leaving_locked() const noexcept { return stopping_ || failed_; }
     bool wait_inflight_below(uint32_t limit);
-    void wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
+    // Sleeps until a doorbell after `seen`, a stop or the timeout; true unless it timed out.
+    bool wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
     bool work_arrived(uint64_t read) const noexcept;
     uint64_t load_wptr() const noexcept;
 
-    AgentShared &agent_;
+    AgentShared& agent_;
     QueueId id_;
     QueueMemory memory_;
     EventId error_event_;
     uint64_t slot_mask_;
     bool ring_writable_;
     bool active_;
-    uint64_t read_ = 0; // the processor's read dispatch id
+    uint64_t read_ = 0;  // the processor's read dispatch id
 
     std::mutex mutex_;
     std::condition_variable cv_;
@@ -94,7 +100,7 @@ private:
     bool stopping_ = false;
     bool failed_ = false;
     std::optional<Va> fault_;
-    std::atomic<bool> halted_{false}; // stopping_ or a page fault: workers skip
+    std::atomic<bool> halted_{false};  // stopping_ or a page fault: workers skip
     std::thread thread_;
 };
 

@@ -1,13 +1,15 @@
-// The software agent's topology, as KFD would report it for a small dGPU system:
-// node 0 a CPU node with system memory, node 1 the GPU (gfx900-like numbers, one
-// device-local bank, an L1 per CU and a shared L2, one PCIe link each way). XNACK off.
+// The software agent's topology, as KFD would report it for a small dGPU system, with
+// what ROCr 5.2.3 insists on: node 0 a CPU node with system memory and an L1 data cache,
+// node 1 the GPU (gfx9 numbers for SoftAgentOptions::gfx; an FB_PRIVATE device-local
+// bank, LDS and scratch apertures; an L1 per CU and a shared L2), one PCIe link each way
+// without atomics restrictions. XNACK off.
 #ifndef XENHSA_HSA_SOFT_TOPOLOGY_HPP
 #define XENHSA_HSA_SOFT_TOPOLOGY_HPP
 
-#include <xenhsa/hsa/soft_agent.hpp>
 #include <xenhsa/proto/query.h>
 
 #include <cstdint>
+#include <xenhsa/hsa/soft_agent.hpp>
 
 namespace xenhsa::hsa::soft {
 
@@ -15,7 +17,7 @@ inline constexpr uint32_t kNodeCount = 2;
 
 class Topology {
 public:
-    explicit Topology(const SoftAgentOptions &options) noexcept : options_(options) {}
+    explicit Topology(const SoftAgentOptions& options) noexcept : options_(options) {}
 
     [[nodiscard]] xenhsa_version_info version() const noexcept;
     [[nodiscard]] xenhsa_system_props system() const noexcept;

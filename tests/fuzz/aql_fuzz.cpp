@@ -6,9 +6,10 @@
 //
 // Input: a config byte (bit 0: the ring is GPU read-only), then operations (see
 // Rig::step): a packet (64 bytes; optionally with its addresses moved into the
-// harness's memory regions, a real built-in kernel object and a bounded grid), publish
-// the write index, write the arena, set up a signal, write a raw write index, ring the
-// doorbell with any value, store a signal value from the host, let the queue run.
+// harness's memory regions (dispatch, barrier and vendor packets), a real built-in
+// kernel object and a bounded grid), publish the write index, write the arena, set up
+// a signal, write a raw write index, ring the doorbell with any value, store a signal
+// value from the host, let the queue run.
 // An address field whose top 16 bits are 0xA5A5 names region (bits 40-41: arena,
 // signals, GPU read-only page, unmapped canary) plus offset (bits 0-19); anything else
 // is used as it is.
@@ -212,6 +213,12 @@ private:
             }
             p.completion_signal.handle = relocate(p.completion_signal.handle);
             std::memcpy(bytes.data(), &p, sizeof p);
+        } else if (type == HSA_PACKET_TYPE_VENDOR_SPECIFIC && (mode & 1u) != 0) {
+            // AMD's vendor packets keep their completion signal where dispatches do.
+            uint64_t signal = 0;
+            std::memcpy(&signal, bytes.data() + 56, sizeof signal);
+            signal = relocate(signal);
+            std::memcpy(bytes.data() + 56, &signal, sizeof signal);
         }
         // As ROCr writes a slot: the body, then header and setup with one release store.
         auto* slot = reinterpret_cast<uint8_t*>(queue_->slot(write_index_));

@@ -136,8 +136,9 @@ void accepted_request_obeys_bounds(const xenhsa_req_slot& copy) {
         }
         case XENHSA_CMD_QUEUE_CREATE: {
             const auto r = payload_as<xenhsa_queue_create_req>(copy);
-            XENHSA_FUZZ_CHECK(r.type == XENHSA_QUEUE_COMPUTE_AQL && r.node < 64 &&
-                                  r.percentage <= 100 && r.priority >= -3 && r.priority <= 3,
+            XENHSA_FUZZ_CHECK((r.type == XENHSA_QUEUE_COMPUTE_AQL || r.type == XENHSA_QUEUE_SDMA) &&
+                                  r.node < 64 && r.percentage <= 100 && r.priority >= -3 &&
+                                  r.priority <= 3,
                               "QUEUE_CREATE: type, node, percentage, priority");
             const uint64_t packets = r.ring_size / XENHSA_AQL_PACKET_SIZE;
             XENHSA_FUZZ_CHECK(r.ring_size % XENHSA_AQL_PACKET_SIZE == 0 && packets >= 64 &&

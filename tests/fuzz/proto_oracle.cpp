@@ -160,8 +160,10 @@ uint32_t queue_create(std::span<const uint8_t> p) {
     const uint64_t node = le(p, 0, 4), type = le(p, 4, 4), percentage = le(p, 8, 4);
     const auto priority = static_cast<int32_t>(static_cast<uint32_t>(le(p, 12, 4)));
     const uint64_t ring_size = le(p, 24, 8);
-    if (type != 1 || node >= 64 || percentage > 100 || priority < -3 || priority > 3 ||
-        ring_size < 4096 || ring_size > (uint64_t{4} << 20) || (ring_size & (ring_size - 1)) != 0) {
+    // 1 AQL, 2 SDMA (whether SDMA was negotiated is the backend's check)
+    if ((type != 1 && type != 2) || node >= 64 || percentage > 100 || priority < -3 ||
+        priority > 3 || ring_size < 4096 || ring_size > (uint64_t{4} << 20) ||
+        (ring_size & (ring_size - 1)) != 0) {
         return kBadArgument;
     }
     if (!va_range_ok(le(p, 16, 8), ring_size) || !pointer_ok(le(p, 32, 8)) ||

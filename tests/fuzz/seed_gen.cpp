@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
     xenhsa::fuzz::ring_seeds(seeds);
     xenhsa::fuzz::store_seeds(seeds);
     xenhsa::fuzz::aql_seeds(seeds);
+    xenhsa::fuzz::sdma_seeds(seeds);
     xenhsa::fuzz::frontend_seeds(seeds);
     int problems = 0;
     for (const auto& [name, bytes] : seeds.all()) {

@@ -30,6 +30,7 @@ void proto_seeds(SeedSet& out);
 void ring_seeds(SeedSet& out);
 void store_seeds(SeedSet& out);
 void aql_seeds(SeedSet& out);
+void sdma_seeds(SeedSet& out);
 void frontend_seeds(SeedSet& out);
 
 }  // namespace xenhsa::fuzz

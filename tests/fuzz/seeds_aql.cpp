@@ -162,6 +162,7 @@ void aql_seeds(SeedSet& out) {
                         .run());
     hsa_kernel_dispatch_packet_t invalid = dispatch(XENHSA_KERNEL_FILL, at(kArena, 0), 4, 0);
     invalid.header = header(HSA_PACKET_TYPE_VENDOR_SPECIFIC);
+    invalid.setup = 2;  // AMD's barrier-value format: not run by the agent
     hsa_kernel_dispatch_packet_t waiting = dispatch(XENHSA_KERNEL_FILL, at(kArena, 0), 4, 0);
     waiting.header = header(HSA_PACKET_TYPE_INVALID);
     hsa_kernel_dispatch_packet_t zero_grid = dispatch(XENHSA_KERNEL_FILL, at(kArena, 0), 0, 0);
@@ -172,6 +173,15 @@ void aql_seeds(SeedSet& out) {
                                .packet(invalid)
                                .run());
     add("stalled-header", Script().packet(waiting).run().doorbell(12345));
+    // ROCr's PM4 indirect buffer (format 1): a no-op that retires and completes its signal.
+    hsa_kernel_dispatch_packet_t pm4 = dispatch(XENHSA_KERNEL_FILL, at(kArena, 0), 4, 0);
+    pm4.header = header(HSA_PACKET_TYPE_VENDOR_SPECIFIC);
+    pm4.setup = 1;
+    pm4.completion_signal.handle = signal(8);
+    hsa_kernel_dispatch_packet_t pm4_stray = pm4;
+    pm4_stray.completion_signal.handle = at(kCanary, 64);
+    add("vendor-pm4",
+        Script().signal_one(8).packet(pm4, kRelocate).run().packet(pm4_stray, kRelocate).run());
     add("hostile-write-index", Script()
                                    .kernarg(0, xenhsa_kernarg_fill{at(kArena, 0x1000), 4, 1, 0})
                                    .packet(dispatch(XENHSA_KERNEL_FILL, at(kArena, 0), 4, 0))

@@ -52,6 +52,9 @@ void proto_seeds(SeedSet& out) {
     xenhsa_alloc_req alloc{0, 1u << 20, 1, XENHSA_ALLOC_DEVICE_LOCAL};
     xenhsa_queue_create_req queue{
         1, XENHSA_QUEUE_COMPUTE_AQL, 100, -1, kBase, 4096, kBase + 4096, kBase + 4096 + 8, 0};
+    xenhsa_queue_create_req sdma{
+        1, XENHSA_QUEUE_SDMA, 100, 3, kBase, 1u << 20, kBase + (1u << 20), kBase + (1u << 20) + 8,
+        0};
     xenhsa_event_create_req event{XENHSA_EVENT_SIGNAL, 1, XENHSA_EVENT_MANUAL_RESET, 0};
     xenhsa_event_wait_req wait{};
     wait.count = 2;
@@ -76,6 +79,7 @@ void proto_seeds(SeedSet& out) {
     raw("map-to-gpu", slot(XENHSA_CMD_MAP_TO_GPU, 8, to_gpu));
     raw("alloc", slot(XENHSA_CMD_ALLOC, 9, alloc));
     raw("queue-create", slot(XENHSA_CMD_QUEUE_CREATE, 10, queue));
+    raw("queue-create-sdma", slot(XENHSA_CMD_QUEUE_CREATE, 10, sdma));
     raw("event-create", slot(XENHSA_CMD_EVENT_CREATE, 11, event));
     raw("event-wait", slot(XENHSA_CMD_EVENT_WAIT, 12, wait));
     raw("event-wait-cancel", slot(XENHSA_CMD_EVENT_WAIT_CANCEL, 13, cancel));

@@ -1,8 +1,8 @@
 // Per-command payload checks, run on whole request slots as the backend runs them.
-#include "test_slots.hpp"
-
 #include <gtest/gtest.h>
 #include <xenhsa/proto.h>
+
+#include "test_slots.hpp"
 
 namespace {
 
@@ -12,19 +12,16 @@ using xenhsa::test::valid_map_req;
 constexpr uint64_t kVa = 0x100000000000ull;
 
 template <class Wire>
-uint32_t check(uint32_t cmd, const Wire &payload)
-{
+uint32_t check(uint32_t cmd, const Wire& payload) {
     const auto slot = make_req(cmd, payload);
     return xenhsa_check_req(&slot);
 }
 
-xenhsa_hello_req valid_hello()
-{
+xenhsa_hello_req valid_hello() {
     return xenhsa_hello_req{1, 1, XENHSA_FEATURES_V1, 0, XENHSA_VA_WINDOW_MIN};
 }
 
-TEST(ProtoHello, AcceptsProposalAndExplicitWindow)
-{
+TEST(ProtoHello, AcceptsProposalAndExplicitWindow) {
     EXPECT_EQ(check(XENHSA_CMD_HELLO, valid_hello()), XENHSA_STATUS_OK);
     auto asked = valid_hello();
     asked.va_base = kVa;
@@ -35,8 +32,7 @@ TEST(ProtoHello, AcceptsProposalAndExplicitWindow)
     EXPECT_EQ(check(XENHSA_CMD_HELLO, future), XENHSA_STATUS_OK);
 }
 
-TEST(ProtoHello, RejectsBadVersionsSizesAndWindows)
-{
+TEST(ProtoHello, RejectsBadVersionsSizesAndWindows) {
     auto req = valid_hello();
     req.version_min = 0;
     EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_BAD_ARGUMENT);
@@ -56,8 +52,7 @@ TEST(ProtoHello, RejectsBadVersionsSizesAndWindows)
     EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
-TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem)
-{
+TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem) {
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_SYSTEM, 0, 0, 0}),
               XENHSA_STATUS_OK);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_CACHE, 1, 3, 64}),
@@ -66,21 +61,19 @@ TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem)
               XENHSA_STATUS_BAD_PAD);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_NODE, 0, 2, 0}),
               XENHSA_STATUS_BAD_PAD);
-    EXPECT_EQ(check(XENHSA_CMD_QUERY,
-                    xenhsa_query_req{XENHSA_QUERY_CACHE, 0, XENHSA_QUERY_MAX_INDEX, 0}),
-              XENHSA_STATUS_BAD_ARGUMENT);
-    EXPECT_EQ(check(XENHSA_CMD_QUERY,
-                    xenhsa_query_req{XENHSA_QUERY_NODE, XENHSA_QUERY_MAX_NODES, 0, 0}),
-              XENHSA_STATUS_BAD_ARGUMENT);
+    EXPECT_EQ(
+        check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_CACHE, 0, XENHSA_QUERY_MAX_INDEX, 0}),
+        XENHSA_STATUS_BAD_ARGUMENT);
+    EXPECT_EQ(
+        check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_NODE, XENHSA_QUERY_MAX_NODES, 0, 0}),
+        XENHSA_STATUS_BAD_ARGUMENT);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_KIND_COUNT_, 0, 0, 0}),
               XENHSA_STATUS_BAD_ARGUMENT);
-    EXPECT_EQ(check(XENHSA_CMD_QUERY,
-                    xenhsa_query_req{XENHSA_QUERY_NODE, 0, 0, XENHSA_PAGE_SIZE}),
+    EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_NODE, 0, 0, XENHSA_PAGE_SIZE}),
               XENHSA_STATUS_BAD_ARGUMENT);
 }
 
-TEST(ProtoMap, AcceptsDirectAndIndirect)
-{
+TEST(ProtoMap, AcceptsDirectAndIndirect) {
     EXPECT_EQ(check(XENHSA_CMD_MAP, valid_map_req()), XENHSA_STATUS_OK);
     auto indirect = valid_map_req();
     indirect.flags = XENHSA_MAP_INDIRECT;
@@ -90,8 +83,7 @@ TEST(ProtoMap, AcceptsDirectAndIndirect)
     EXPECT_EQ(check(XENHSA_CMD_MAP, indirect), XENHSA_STATUS_OK);
 }
 
-TEST(ProtoMap, RejectsInconsistentCounts)
-{
+TEST(ProtoMap, RejectsInconsistentCounts) {
     auto req = valid_map_req();
     req.npages = 0;
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_ARGUMENT);
@@ -112,8 +104,7 @@ TEST(ProtoMap, RejectsInconsistentCounts)
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_ARGUMENT);
 }
 
-TEST(ProtoMap, RejectsGarbageInUnusedRefsAndPad)
-{
+TEST(ProtoMap, RejectsGarbageInUnusedRefsAndPad) {
     auto req = valid_map_req();
     req.gref[XENHSA_MAP_INLINE_GREFS - 1] = 5;
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_PAD);
@@ -122,8 +113,7 @@ TEST(ProtoMap, RejectsGarbageInUnusedRefsAndPad)
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_PAD);
 }
 
-TEST(ProtoMap, RejectsMisalignedOrOutOfRangeAddresses)
-{
+TEST(ProtoMap, RejectsMisalignedOrOutOfRangeAddresses) {
     auto req = valid_map_req();
     req.va += 8;
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_ADDRESS);
@@ -134,8 +124,7 @@ TEST(ProtoMap, RejectsMisalignedOrOutOfRangeAddresses)
     EXPECT_EQ(check(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
-TEST(ProtoHandles, ZeroIsNeverAHandle)
-{
+TEST(ProtoHandles, ZeroIsNeverAHandle) {
     for (uint32_t cmd : {XENHSA_CMD_UNMAP, XENHSA_CMD_UNPIN, XENHSA_CMD_UNMAP_FROM_GPU,
                          XENHSA_CMD_FREE, XENHSA_CMD_QUEUE_DESTROY, XENHSA_CMD_EVENT_DESTROY,
                          XENHSA_CMD_EVENT_SET, XENHSA_CMD_EVENT_RESET}) {
@@ -147,8 +136,7 @@ TEST(ProtoHandles, ZeroIsNeverAHandle)
               XENHSA_STATUS_BAD_HANDLE);
 }
 
-TEST(ProtoLendPin, ChecksFlagsCountsAndRanges)
-{
+TEST(ProtoLendPin, ChecksFlagsCountsAndRanges) {
     EXPECT_EQ(check(XENHSA_CMD_LEND, xenhsa_lend_req{kVa, 4, XENHSA_MAP_RW}), XENHSA_STATUS_OK);
     EXPECT_EQ(check(XENHSA_CMD_LEND, xenhsa_lend_req{kVa, 4, XENHSA_MAP_INDIRECT}),
               XENHSA_STATUS_BAD_ARGUMENT);
@@ -162,8 +150,7 @@ TEST(ProtoLendPin, ChecksFlagsCountsAndRanges)
     EXPECT_EQ(check(XENHSA_CMD_PIN, xenhsa_pin_req{kVa, 4096, 0, 9}), XENHSA_STATUS_BAD_PAD);
 }
 
-TEST(ProtoAlloc, BackendChosenOrExplicitAddress)
-{
+TEST(ProtoAlloc, BackendChosenOrExplicitAddress) {
     EXPECT_EQ(check(XENHSA_CMD_ALLOC, xenhsa_alloc_req{0, 1u << 20, 1, XENHSA_ALLOC_DEVICE_LOCAL}),
               XENHSA_STATUS_OK);
     EXPECT_EQ(check(XENHSA_CMD_ALLOC, xenhsa_alloc_req{kVa, 1u << 20, 1, 0}), XENHSA_STATUS_OK);
@@ -175,18 +162,20 @@ TEST(ProtoAlloc, BackendChosenOrExplicitAddress)
               XENHSA_STATUS_BAD_ADDRESS);
 }
 
-xenhsa_queue_create_req valid_queue()
-{
-    return xenhsa_queue_create_req{1,    XENHSA_QUEUE_COMPUTE_AQL, 100, 0, kVa, 4096,
-                                   kVa + 0x10000, kVa + 0x10008, 0};
+xenhsa_queue_create_req valid_queue() {
+    return xenhsa_queue_create_req{
+        1, XENHSA_QUEUE_COMPUTE_AQL, 100, 0, kVa, 4096, kVa + 0x10000, kVa + 0x10008, 0};
 }
 
-TEST(ProtoQueue, ChecksTypeRingAndPointers)
-{
+TEST(ProtoQueue, ChecksTypeRingAndPointers) {
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, valid_queue()), XENHSA_STATUS_OK);
     auto q = valid_queue();
-    q.type = 2;
-    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ARGUMENT);
+    q.type = XENHSA_QUEUE_SDMA;  // syntactically fine; the feature is the backend's check
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_OK);
+    for (const uint32_t type : {0u, 3u, 21u, 0xFFFFFFFFu}) {
+        q.type = type;
+        EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ARGUMENT) << type;
+    }
     q = valid_queue();
     q.ring_size = 4096 * 3;  // not a power of two
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ARGUMENT);
@@ -207,14 +196,31 @@ TEST(ProtoQueue, ChecksTypeRingAndPointers)
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
 }
 
-TEST(ProtoEvents, CreateAndWaitChecks)
-{
+TEST(ProtoQueue, SdmaQueuesFollowTheSameRingAndPointerRules) {
+    auto q = valid_queue();
+    q.type = XENHSA_QUEUE_SDMA;
+    q.ring_size = 1u << 20;  // ROCr's SDMA ring
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_OK);
+    q.ring_size = XENHSA_QUEUE_RING_MAX * 2;
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ARGUMENT);
+    q.ring_size = 4096;
+    q.rptr_va += 4;  // byte indexes are still 8-byte words
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
+}
+
+TEST(ProtoFeatures, SdmaIsAKnownBitOutsideV1) {
+    EXPECT_EQ(XENHSA_FEATURE_SDMA, 1ull << 4);
+    EXPECT_EQ(XENHSA_FEATURES_V1 & XENHSA_FEATURE_SDMA, 0u);
+    EXPECT_EQ(XENHSA_FEATURES_KNOWN, XENHSA_FEATURES_V1 | XENHSA_FEATURE_SDMA);
+}
+
+TEST(ProtoEvents, CreateAndWaitChecks) {
     EXPECT_EQ(check(XENHSA_CMD_EVENT_CREATE,
                     xenhsa_event_create_req{XENHSA_EVENT_SIGNAL, 0, XENHSA_EVENT_MANUAL_RESET, 0}),
               XENHSA_STATUS_OK);
-    EXPECT_EQ(check(XENHSA_CMD_EVENT_CREATE,
-                    xenhsa_event_create_req{XENHSA_EVENT_TYPE_COUNT_, 0, 0, 0}),
-              XENHSA_STATUS_BAD_ARGUMENT);
+    EXPECT_EQ(
+        check(XENHSA_CMD_EVENT_CREATE, xenhsa_event_create_req{XENHSA_EVENT_TYPE_COUNT_, 0, 0, 0}),
+        XENHSA_STATUS_BAD_ARGUMENT);
     EXPECT_EQ(check(XENHSA_CMD_EVENT_CREATE, xenhsa_event_create_req{0, 0, 0, 1}),
               XENHSA_STATUS_BAD_PAD);
 

@@ -2,6 +2,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <xenhsa/backend/core/doorbell_watch.hpp>
 #include <xenhsa/backend/core/guest_core.hpp>
 
 namespace xenhsa::backend::core {
@@ -101,8 +102,8 @@ struct GuestCore::Driver {
             return;
         }
         session.notify().flush();
-        if (pages.doorbell != nullptr) {
-            session.doorbells(*pages.doorbell);
+        if (pages.doorbell != nullptr && session.doorbells(*pages.doorbell) != 0 && watch) {
+            watch->activity();
         }
         switch (ring.serve(budget)) {
             case RingServer::Pass::idle:
@@ -114,6 +115,9 @@ struct GuestCore::Driver {
             case RingServer::Pass::disconnect:
                 fail("the guest's request producer index ran past the ring");
                 return;
+        }
+        if (watch) {
+            watch->update();  // the pass may have created the first queue
         }
         check_notify();
     }
@@ -146,6 +150,9 @@ struct GuestCore::Driver {
         boost::system::error_code ignored;
         fd.cancel(ignored);
         retry.cancel();
+        if (watch) {
+            watch->stop();
+        }
         if (on_fatal) {
             on_fatal(std::move(reason));
         }
@@ -161,6 +168,7 @@ struct GuestCore::Driver {
     CoreFatal on_fatal;
     boost::asio::posix::stream_descriptor fd;
     boost::asio::steady_timer retry;
+    std::unique_ptr<DoorbellWatch> watch;  // only for a GPU seam that does not track kicks
     std::shared_ptr<int> life = std::make_shared<int>(0);
     bool posted = false;
     bool retry_armed = false;
@@ -236,6 +244,11 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
         } else {
             __atomic_store_n(&pages.doorbell->kick_requested, 1u, __ATOMIC_RELEASE);
             __atomic_thread_fence(__ATOMIC_SEQ_CST);
+            if (seams.gpu != nullptr) {
+                // ... but a guest that never kicks (ROCr) is served by polling.
+                core->driver_->watch = std::make_unique<DoorbellWatch>(
+                    io, *pages.doorbell, *core->session_, options.doorbell_poll);
+            }
         }
     }
     core->driver_->start();
@@ -273,5 +286,7 @@ uint32_t GuestCore::enforce_quotas(const Quotas& quotas) noexcept {
 }
 
 void GuestCore::wake() noexcept { driver_->pass(); }
+
+const DoorbellWatch* GuestCore::doorbell_watch() const noexcept { return driver_->watch.get(); }
 
 }  // namespace xenhsa::backend::core

@@ -101,6 +101,9 @@ uint64_t Session::supported_features() const noexcept {
     }
     if (seams_.gpu != nullptr) {
         f |= XENHSA_FEATURE_GPU | XENHSA_FEATURE_WAIT_CANCEL;
+        if (seams_.gpu->supports_queue_type(XENHSA_QUEUE_SDMA)) {
+            f |= XENHSA_FEATURE_SDMA;
+        }
     }
     return f & allowed_features_;
 }
@@ -256,8 +259,12 @@ Stats Session::stats() const noexcept {
         s.queues = gpu.queues;
         s.events = gpu.events;
     }
+    s.doorbells_forwarded = doorbells_forwarded_;
+    s.doorbell_polls = doorbell_polls_;
     return s;
 }
+
+bool Session::has_queues() const noexcept { return gpu_objects_.queue_count() != 0; }
 
 void Session::release_freed(const GpuObjects::Memory& m) noexcept {
     if (m.alloc) {

@@ -143,6 +143,10 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
     const auto fail = [&](uint32_t status) {
         return make_reply(XENHSA_CMD_QUEUE_CREATE, seqno, status);
     };
+    // The feature step for the one type that has its own bit (after gate_check's GPU bit).
+    if (req.type == XENHSA_QUEUE_SDMA && (features_ & XENHSA_FEATURE_SDMA) == 0) {
+        return fail(XENHSA_STATUS_UNSUPPORTED);
+    }
     if (req.error_event != 0 && !gpu_objects_.event_live(req.error_event)) {
         return fail(XENHSA_STATUS_BAD_HANDLE);
     }
@@ -234,10 +238,11 @@ Reply Session::event_op(uint32_t cmd, const xenhsa_handle_req& req, uint32_t seq
     return make_reply(cmd, seqno, XENHSA_STATUS_OK);
 }
 
-void Session::doorbells(const xenhsa_doorbell_page& page) noexcept {
+uint32_t Session::doorbells(const xenhsa_doorbell_page& page) noexcept {
     if (seams_.gpu == nullptr) {
-        return;
+        return 0;
     }
+    uint32_t forwarded = 0;
     gpu_objects_.for_each_queue([&](hsa::Handle, const GpuObjects::Queue& q) {
         if (q.doorbell >= XENHSA_DOORBELLS_PER_PAGE) {
             return;
@@ -247,8 +252,11 @@ void Session::doorbells(const xenhsa_doorbell_page& page) noexcept {
         if (value != doorbell_seen_[q.doorbell]) {
             doorbell_seen_[q.doorbell] = value;
             seams_.gpu->doorbell(q.doorbell, value);
+            ++forwarded;
         }
     });
+    doorbells_forwarded_ += forwarded;
+    return forwarded;
 }
 
 }  // namespace xenhsa::backend::core

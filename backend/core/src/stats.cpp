@@ -9,7 +9,9 @@ nlohmann::json stats_to_json(const Stats& stats) {
                           {"lent_pages", stats.lent_pages},
                           {"queues", stats.queues},
                           {"events", stats.events},
-                          {"handles", stats.handles}};
+                          {"handles", stats.handles},
+                          {"doorbells_forwarded", stats.doorbells_forwarded},
+                          {"doorbell_polls", stats.doorbell_polls}};
 }
 
 }  // namespace xenhsa::backend::core

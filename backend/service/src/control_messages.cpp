@@ -15,6 +15,8 @@ nlohmann::json to_json(const DeviceStatus& s) {
         {"queues", s.stats.queues},
         {"events", s.stats.events},
         {"handles", s.stats.handles},
+        {"doorbells_forwarded", s.stats.doorbells_forwarded},
+        {"doorbell_polls", s.stats.doorbell_polls},
     };
     if (!s.error.empty()) {
         j["error"] = s.error;
@@ -85,6 +87,17 @@ std::optional<DeviceStatus> device_status_from_json(const nlohmann::json& j) {
             return std::nullopt;
         }
         *field = *v;
+    }
+    // Newer counters: optional, so that a status from an older worker still parses.
+    const std::pair<const char*, uint64_t*> optional_counters[] = {
+        {"doorbells_forwarded", &s.stats.doorbells_forwarded},
+        {"doorbell_polls", &s.stats.doorbell_polls},
+    };
+    for (const auto& [key, field] : optional_counters) {
+        if (j.is_object() && j.contains(key) && !json_uint(j, key)) {
+            return std::nullopt;  // there, but not a count
+        }
+        *field = json_uint(j, key).value_or(0);
     }
     if (const auto error = json_string(j, "error")) {
         s.error = std::string(*error);

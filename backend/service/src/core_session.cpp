@@ -24,7 +24,8 @@ public:
 
     [[nodiscard]] DeviceStats stats() const noexcept override {
         const core::Stats s = core_->stats();
-        return {s.mapped_pages, s.pinned_pages, s.lent_pages, s.queues, s.events, s.handles};
+        return {s.mapped_pages, s.pinned_pages, s.lent_pages,          s.queues,
+                s.events,       s.handles,      s.doorbells_forwarded, s.doorbell_polls};
     }
     void revoke_all() noexcept override { core_->revoke_all(); }
     bool revoke_handle(uint64_t handle) noexcept override { return core_->revoke_handle(handle); }

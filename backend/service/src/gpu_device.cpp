@@ -1,4 +1,5 @@
 #include <xenhsa/backend/service/gpu_device.hpp>
+#include <xenhsa/backend/service/session_config.hpp>
 
 #if XENHSA_SERVICE_HAVE_KFD
 #include <xenhsa/hsa/gpu_mode.hpp>
@@ -17,10 +18,28 @@ std::string bad_mode(std::string_view mode) {
 }
 
 #if XENHSA_SERVICE_HAVE_SOFT
-OpenedGpu soft_gpu() { return OpenedGpu{hsa::make_soft_agent(), "soft"}; }
+OpenedGpu soft_gpu(std::string_view gfx) {
+    hsa::SoftAgentOptions options;
+    options.gfx = hsa::parse_soft_gfx(gfx).value_or(hsa::SoftGfx::gfx900);  // checked before
+    return OpenedGpu{hsa::make_soft_agent(options), "soft"};
+}
 #endif
 
 }  // namespace
+
+std::optional<std::string> check_soft_gfx(std::string_view target) {
+#if XENHSA_SERVICE_HAVE_SOFT
+    if (!hsa::parse_soft_gfx(target)) {
+        return "--soft-gfx must be gfx900, gfx906, gfx908 or gfx90a, not \"" + std::string(target) +
+               "\"";
+    }
+#else
+    if (target != SessionConfig{}.soft_gfx) {
+        return std::string("--soft-gfx: this build has no software GPU agent");
+    }
+#endif
+    return std::nullopt;
+}
 
 #if XENHSA_SERVICE_HAVE_KFD
 
@@ -37,7 +56,12 @@ std::optional<std::string> check_gpu_mode(std::string_view mode) {
     return std::nullopt;
 }
 
-std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error) {
+std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
+                                  std::string& error) {
+    if (auto problem = check_soft_gfx(soft_gfx)) {
+        error = *problem;
+        return std::nullopt;
+    }
     const auto parsed = hsa::parse_gpu_mode(mode);
     if (!parsed) {
         error = bad_mode(mode);
@@ -58,7 +82,7 @@ std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error) {
     // auto without a KFD, or soft.
     if (hsa::resolve_gpu_mode(parsed.value(), kfd_opens) == hsa::GpuMode::soft) {
 #if XENHSA_SERVICE_HAVE_SOFT
-        return soft_gpu();
+        return soft_gpu(soft_gfx);
 #endif
     }
     error = "no GPU: no KFD and no software agent in this build";
@@ -81,13 +105,18 @@ std::optional<std::string> check_gpu_mode(std::string_view mode) {
 #endif
 }
 
-std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error) {
+std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
+                                  std::string& error) {
     if (auto problem = check_gpu_mode(mode)) {
         error = *problem;
         return std::nullopt;
     }
+    if (auto problem = check_soft_gfx(soft_gfx)) {
+        error = *problem;
+        return std::nullopt;
+    }
 #if XENHSA_SERVICE_HAVE_SOFT
-    return soft_gpu();
+    return soft_gpu(soft_gfx);
 #else
     error = "no GPU seam";
     return std::nullopt;

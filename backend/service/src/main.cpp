@@ -37,6 +37,16 @@ int main(int argc, char** argv) {
                    "/dev/kfd opens, else soft)")
         ->check(CLI::IsMember({"auto", "kfd", "soft"}))
         ->capture_default_str();
+    app.add_option("--soft-gfx", session.soft_gfx,
+                   "the ISA the software agent reports to guests: gfx900, gfx906, gfx908 or "
+                   "gfx90a")
+        ->type_name("TARGET")
+        ->check([](const std::string& target) {
+            return check_soft_gfx(target)
+                       ? "unknown target \"" + target + "\" (gfx900, gfx906, gfx908 or gfx90a)"
+                       : std::string();
+        })
+        ->capture_default_str();
     app.add_option("--config", session.config_file, "JSON file of per-guest quotas")
         ->type_name("FILE")
         ->check(CLI::ExistingFile);

@@ -74,6 +74,9 @@ std::optional<std::string> check_session_config(const SessionConfig& config) {
     if (auto problem = check_gpu_mode(config.gpu_mode)) {
         return problem;
     }
+    if (auto problem = check_soft_gfx(config.soft_gfx)) {
+        return problem;
+    }
 #if XENHSA_SERVICE_HAVE_CORE
     std::string error;
     if (!load_quotas(config, error)) {
@@ -95,7 +98,7 @@ std::unique_ptr<SessionFactory> make_session_factory(const SessionConfig& config
     if (!quotas) {
         return nullptr;
     }
-    auto gpu = open_gpu(config.gpu_mode, error);
+    auto gpu = open_gpu(config.gpu_mode, config.soft_gfx, error);
     if (!gpu) {
         return nullptr;
     }

@@ -515,8 +515,8 @@ private:
             reply(error_reply("domain " + std::to_string(*domid) + " has no device"));
             return;
         }
-        auto answers = std::make_shared<WorkerAnswers>(key, request.contains("handle"),
-                                                       std::move(reply));
+        auto answers =
+            std::make_shared<WorkerAnswers>(key, request.contains("handle"), std::move(reply));
         for (auto& [id, dev] : devices_) {
             if (domid && id.fe != *domid) {
                 continue;
@@ -636,6 +636,8 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
     }
     args.emplace_back("--gpu");
     args.push_back(options.session.gpu_mode);
+    args.emplace_back("--soft-gfx");
+    args.push_back(options.session.soft_gfx);
     if (!options.session.config_file.empty()) {
         args.emplace_back("--config");
         args.push_back(options.session.config_file.string());

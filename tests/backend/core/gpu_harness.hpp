@@ -11,7 +11,9 @@ inline constexpr uint64_t kGpuMask = 1u << kGpuNode;
 
 class GpuHarness : public SessionHarness {
 public:
-    explicit GpuHarness(const HarnessOptions& o = {}) : SessionHarness(o) { base = connect(); }
+    explicit GpuHarness(const HarnessOptions& o = {}) : SessionHarness(o) {
+        base = connect(o.features);
+    }
 
     hsa::Handle pin_ok(uint64_t va, uint64_t size, uint32_t flags = 0) {
         xenhsa_pin_req p{};

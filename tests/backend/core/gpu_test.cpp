@@ -187,6 +187,62 @@ TEST(Queue, DoorbellsAreForwardedWhenTheyMove) {
     EXPECT_EQ(h.kfd.last_doorbell(), 6u);
 }
 
+HarnessOptions with_sdma() {
+    HarnessOptions o;
+    o.features = XENHSA_FEATURES_KNOWN;
+    return o;
+}
+
+TEST(Queue, SdmaQueuesNeedTheirFeature) {
+    GpuHarness h;  // asked for the v1 bits only
+    ASSERT_EQ(h.session->features() & XENHSA_FEATURE_SDMA, 0u);
+    h.map_ok(h.base, 2, 0);
+    ASSERT_EQ(h.map_to_gpu(h.pin_ok(h.base, 0x2000)), XENHSA_STATUS_OK);
+    auto q = h.queue_req(h.base, h.base + 0x1000);
+    q.type = XENHSA_QUEUE_SDMA;
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_UNSUPPORTED);
+    q.error_event = 0x777;  // the feature step comes before the handle step
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_UNSUPPORTED);
+    EXPECT_EQ(h.log.count("create_queue"), 0u);
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, h.queue_req(h.base, h.base + 0x1000)),
+              XENHSA_STATUS_OK);  // AQL still works
+}
+
+TEST(Queue, SdmaQueuesReachTheDeviceAsSdma) {
+    GpuHarness h(with_sdma());
+    ASSERT_NE(h.session->features() & XENHSA_FEATURE_SDMA, 0u);
+    h.map_ok(h.base, 2, 0);
+    ASSERT_EQ(h.map_to_gpu(h.pin_ok(h.base, 0x2000)), XENHSA_STATUS_OK);
+    auto q = h.queue_req(h.base, h.base + 0x1000);
+    q.type = XENHSA_QUEUE_SDMA;
+    q.priority = XENHSA_QUEUE_PRIORITY_MAX;
+    auto r = h.send(XENHSA_CMD_QUEUE_CREATE, q);
+    ASSERT_TRUE(r && r->status == XENHSA_STATUS_OK);
+    EXPECT_EQ(h.kfd.last_queue_type(), hsa::QueueType::sdma);
+    const auto rsp = payload_of<xenhsa_queue_create_rsp>(*r);
+    EXPECT_EQ(xenhsa_check_queue_create_rsp(&rsp), XENHSA_STATUS_OK);
+    // Its doorbell is forwarded like an AQL queue's (the value is the new write index).
+    auto page = std::make_unique<xenhsa_doorbell_page>();
+    std::memset(page.get(), 0, sizeof *page);
+    page->doorbell[rsp.doorbell_index] = 0x1000;
+    EXPECT_EQ(h.session->doorbells(*page), 1u);
+    EXPECT_EQ(h.kfd.last_doorbell(), 0x1000u);
+    EXPECT_EQ(h.session->stats().doorbells_forwarded, 1u);
+}
+
+TEST(Queue, ADeviceThatRefusesSdmaAnswersUnsupported) {
+    GpuHarness h(with_sdma());
+    // The seam changed its mind after HELLO (or a guest tries anyway): the device's
+    // EOPNOTSUPP is UNSUPPORTED too.
+    h.kfd.set_sdma(false);
+    h.map_ok(h.base, 2, 0);
+    ASSERT_EQ(h.map_to_gpu(h.pin_ok(h.base, 0x2000)), XENHSA_STATUS_OK);
+    auto q = h.queue_req(h.base, h.base + 0x1000);
+    q.type = XENHSA_QUEUE_SDMA;
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_UNSUPPORTED);
+    EXPECT_EQ(h.session->stats().queues, 0u);
+}
+
 TEST(Queue, GpuFaultIsNotifiedOnce) {
     GpuHarness h;
     const auto s = h.map_pin_queue(h.base);

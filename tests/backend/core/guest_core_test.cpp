@@ -225,5 +225,63 @@ TEST_F(GuestCoreTest, NotifyBacklogDrainsWithoutAKickFromTheGuest) {
     EXPECT_EQ(fatal, 0);
 }
 
+// The recording device does not track kicks, as the libhsakmt adapter: the core keeps
+// kick_requested at 1 and also polls the doorbells of live queues, so a guest that only
+// stores its doorbell (ROCr) is served without kicking.
+TEST_F(GuestCoreTest, ADoorbellStoredWithoutAKickReachesASeamThatDoesNotTrackKicks) {
+    GuestOptions o;
+    o.doorbell_poll.slow_after = std::chrono::milliseconds(20);
+    start(o);
+    EXPECT_EQ(doorbells->kick_requested, 1u);
+    ASSERT_NE(guest->doorbell_watch(), nullptr);
+    uint32_t seqno = 0;
+    const auto request = [&](uint32_t cmd, const auto& payload) {
+        push(cmd, ++seqno, payload);
+        publish_and_kick();
+        auto got = collect(1);
+        EXPECT_EQ(got.size(), 1u);
+        return got.empty() ? xenhsa_rsp_slot{} : got[0];
+    };
+    auto first = request(XENHSA_CMD_HELLO, hello(0));
+    xenhsa_hello_rsp p{};
+    std::memcpy(&p, first.payload, sizeof p);
+    ASSERT_EQ(request(XENHSA_CMD_HELLO, hello(p.va_base)).hdr.status, XENHSA_STATUS_OK);
+    ASSERT_EQ(request(XENHSA_CMD_MAP, base.map_req(p.va_base, 2, 0)).hdr.status, XENHSA_STATUS_OK);
+    xenhsa_pin_req pin{};
+    pin.va = p.va_base;
+    pin.size = 0x2000;
+    const auto pinned = request(XENHSA_CMD_PIN, pin);
+    ASSERT_EQ(pinned.hdr.status, XENHSA_STATUS_OK);
+    xenhsa_handle_rsp pin_rsp{};
+    std::memcpy(&pin_rsp, pinned.payload, sizeof pin_rsp);
+    xenhsa_map_to_gpu_req to_gpu{};
+    to_gpu.handle = pin_rsp.handle;
+    to_gpu.node_mask = kGpuMask;
+    ASSERT_EQ(request(XENHSA_CMD_MAP_TO_GPU, to_gpu).hdr.status, XENHSA_STATUS_OK);
+    EXPECT_FALSE(guest->doorbell_watch()->polling()) << "no queue yet";
+    xenhsa_queue_create_req q{};
+    q.node = kGpuNode;
+    q.type = XENHSA_QUEUE_COMPUTE_AQL;
+    q.percentage = 100;
+    q.ring_va = p.va_base;
+    q.ring_size = 0x1000;
+    q.rptr_va = p.va_base + 0x1000;
+    q.wptr_va = p.va_base + 0x1008;
+    const auto made = request(XENHSA_CMD_QUEUE_CREATE, q);
+    ASSERT_EQ(made.hdr.status, XENHSA_STATUS_OK);
+    xenhsa_queue_create_rsp queue{};
+    std::memcpy(&queue, made.payload, sizeof queue);
+    EXPECT_TRUE(guest->doorbell_watch()->polling());
+
+    // Well past the backoff: the store alone, no kick.
+    base.io.restart();
+    base.io.run_for(std::chrono::milliseconds(60));
+    __atomic_store_n(&doorbells->doorbell[queue.doorbell_index], 42u, __ATOMIC_RELEASE);
+    ASSERT_TRUE(base.run_until([&] { return base.kfd.last_doorbell() == 42; }));
+    EXPECT_GE(guest->stats().doorbells_forwarded, 1u);
+    EXPECT_GT(guest->stats().doorbell_polls, 0u);
+    EXPECT_EQ(fatal, 0);
+}
+
 }  // namespace
 }  // namespace xenhsa::backend::core::testing

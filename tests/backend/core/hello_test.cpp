@@ -1,5 +1,6 @@
 // HELLO (docs/protocol.md §5.1): versions, features, the window negotiation, attempts.
 #include <vector>
+#include <xenhsa/backend/core/guest_core.hpp>
 
 #include "session_harness.hpp"
 
@@ -149,6 +150,34 @@ TEST(Hello, FeaturesAreTheRequestsBitsTheBackendSupports) {
     EXPECT_EQ(payload_of<xenhsa_hello_rsp>(*r).features, XENHSA_FEATURE_INDIRECT);
     h.connect(asked);
     EXPECT_EQ(h.session->features(), XENHSA_FEATURE_INDIRECT);
+}
+
+TEST(Hello, SdmaIsGrantedWhenAskedForAndTheGpuSeamMakesSdmaQueues) {
+    {
+        SessionHarness h;
+        h.connect(XENHSA_FEATURES_KNOWN | (1ull << 40));
+        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_KNOWN);
+    }
+    {
+        SessionHarness h;  // an older guest
+        h.connect(XENHSA_FEATURES_V1);
+        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_V1);
+    }
+    {
+        SessionHarness h;  // a seam without SDMA (the libhsakmt adapter)
+        h.kfd.set_sdma(false);
+        h.connect(XENHSA_FEATURES_KNOWN);
+        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_V1);
+    }
+    {
+        HarnessOptions o;  // no GPU seam at all
+        o.gpu = false;
+        SessionHarness h(o);
+        h.connect(XENHSA_FEATURES_KNOWN);
+        EXPECT_EQ(h.session->features() & (XENHSA_FEATURE_GPU | XENHSA_FEATURE_SDMA), 0u);
+    }
+    EXPECT_EQ(SessionOptions{}.features, XENHSA_FEATURES_KNOWN) << "the default allows SDMA";
+    EXPECT_EQ(GuestOptions{}.features, XENHSA_FEATURES_KNOWN);
 }
 
 TEST(Hello, CommandsBeforeConnectedAreBadStateUnlessMalformed) {

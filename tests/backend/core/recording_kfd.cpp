@@ -201,8 +201,16 @@ hsa::Result<void> RecordingKfd::unmap_from_gpu(hsa::Va va) {
     return boost::outcome_v2::success();
 }
 
+bool RecordingKfd::supports_queue_type(hsa::QueueType type) noexcept {
+    std::lock_guard<std::mutex> hold(lock_);
+    return type == hsa::QueueType::compute_aql || sdma_;
+}
+
 hsa::Result<hsa::QueueId> RecordingKfd::create_queue(const hsa::QueueSpec& spec) {
     std::lock_guard<std::mutex> hold(lock_);
+    if (spec.type == hsa::QueueType::sdma && !sdma_) {
+        return e(std::errc::operation_not_supported);
+    }
     const hsa::QueueId id = next_queue_++;
     queues_[id] = spec;
     last_queue_ = id;
@@ -350,6 +358,17 @@ hsa::QueueId RecordingKfd::last_queue() const {
 uint64_t RecordingKfd::last_doorbell() const {
     std::lock_guard<std::mutex> hold(lock_);
     return last_doorbell_;
+}
+
+hsa::QueueType RecordingKfd::last_queue_type() const {
+    std::lock_guard<std::mutex> hold(lock_);
+    auto it = queues_.find(last_queue_);
+    return it != queues_.end() ? it->second.type : hsa::QueueType::compute_aql;
+}
+
+void RecordingKfd::set_sdma(bool supported) {
+    std::lock_guard<std::mutex> hold(lock_);
+    sdma_ = supported;
 }
 
 }  // namespace xenhsa::backend::core::testing

@@ -37,6 +37,7 @@ public:
     hsa::Result<void> map_to_gpu(hsa::Va va, uint64_t node_mask, bool read_only) override;
     hsa::Result<void> unmap_from_gpu(hsa::Va va) override;
 
+    bool supports_queue_type(hsa::QueueType type) noexcept override;
     hsa::Result<hsa::QueueId> create_queue(const hsa::QueueSpec& spec) override;
     hsa::Result<void> destroy_queue(hsa::QueueId queue) override;
     hsa::Result<void> ring_doorbell(hsa::QueueId queue, uint64_t value) override;
@@ -57,6 +58,9 @@ public:
     [[nodiscard]] std::size_t live_queues() const;
     [[nodiscard]] hsa::QueueId last_queue() const;
     [[nodiscard]] uint64_t last_doorbell() const;
+    [[nodiscard]] hsa::QueueType last_queue_type() const;
+    // Whether SDMA queues are made (default) or refused with EOPNOTSUPP.
+    void set_sdma(bool supported);
 
 private:
     struct Memory {
@@ -81,6 +85,7 @@ private:
     hsa::EventId next_event_ = 500;
     hsa::QueueId last_queue_ = 0;
     uint64_t last_doorbell_ = 0;
+    bool sdma_ = true;
     FaultHandler fault_handler_;
 };
 

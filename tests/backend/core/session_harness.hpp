@@ -42,6 +42,7 @@ struct HarnessOptions {
     uint32_t ring_slots = 16;
     std::size_t guest_pages = 4096;
     bool log_calls = true;  // false: the fakes record nothing (they would allocate)
+    uint64_t features = XENHSA_FEATURES_V1;  // what GpuHarness asks for
 };
 
 class SessionHarness {

@@ -1,5 +1,6 @@
 // The control messages' shape and the JSON-lines channel between processes.
 #include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -21,10 +22,11 @@ using namespace xenhsa::backend::service;
 using Socket = boost::asio::local::stream_protocol::socket;
 
 TEST(ControlMessages, DeviceStatusHasTheDocumentedShape) {
-    DeviceStatus s{{3, 1}, XenbusState::connected, {10, 9, 8, 7, 6, 5}, ""};
+    DeviceStatus s{{3, 1}, XenbusState::connected, {10, 9, 8, 7, 6, 5, 4, 3}, ""};
     const auto j = to_json(s);
-    for (const char* key : {"domid", "devid", "state", "mapped_pages", "pinned_pages", "lent_pages",
-                            "queues", "events", "handles"}) {
+    for (const char* key :
+         {"domid", "devid", "state", "mapped_pages", "pinned_pages", "lent_pages", "queues",
+          "events", "handles", "doorbells_forwarded", "doorbell_polls"}) {
         EXPECT_TRUE(j.contains(key)) << key;
     }
     EXPECT_FALSE(j.contains("error"));
@@ -37,6 +39,18 @@ TEST(ControlMessages, DeviceStatusHasTheDocumentedShape) {
     EXPECT_EQ(back->id, (DeviceId{3, 1}));
     EXPECT_EQ(back->state, XenbusState::connected);
     EXPECT_EQ(back->stats.handles, 5u);
+    EXPECT_EQ(back->stats.doorbells_forwarded, 4u);
+    EXPECT_EQ(back->stats.doorbell_polls, 3u);
+
+    // From an older worker, without the doorbell counters: still a status.
+    auto old_worker = j;
+    old_worker.erase("doorbells_forwarded");
+    old_worker.erase("doorbell_polls");
+    const auto older = device_status_from_json(old_worker);
+    ASSERT_TRUE(older);
+    EXPECT_EQ(older->stats.doorbell_polls, 0u);
+    old_worker["doorbell_polls"] = "lots";
+    EXPECT_FALSE(device_status_from_json(old_worker));
 }
 
 TEST(ControlMessages, WrongShapesAreRefusedWithoutThrowing) {
@@ -82,16 +96,51 @@ TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
     options.session.config_file = "/etc/q.json";
     options.session.settings = {"max_handles=8"};
     options.log_level = spdlog::level::warn;
+    options.session.soft_gfx = "gfx90a";
     const auto args = worker_arguments(options, DeviceId{4, 2});
-    const std::vector<std::string> want = {
-        "--worker",      "--fe-domid",  "4",     "--devid", "2",        "--control-fd", "3",
-        "--sim-dir",     "/tmp/sim",    "--gpu", "soft",    "--config", "/etc/q.json",  "--set",
-        "max_handles=8", "--log-level", "warn"};
+    const std::vector<std::string> want = {"--worker",
+                                           "--fe-domid",
+                                           "4",
+                                           "--devid",
+                                           "2",
+                                           "--control-fd",
+                                           "3",
+                                           "--sim-dir",
+                                           "/tmp/sim",
+                                           "--gpu",
+                                           "soft",
+                                           "--soft-gfx",
+                                           "gfx90a",
+                                           "--config",
+                                           "/etc/q.json",
+                                           "--set",
+                                           "max_handles=8",
+                                           "--log-level",
+                                           "warn"};
     EXPECT_EQ(args, want);
     options.platform.xen = true;
     const auto real = worker_arguments(options, DeviceId{4, 2});
     EXPECT_NE(std::find(real.begin(), real.end(), "--xen"), real.end());
     EXPECT_EQ(std::find(real.begin(), real.end(), "--sim-dir"), real.end());
+}
+
+TEST(SessionConfig, TheSoftAgentTargetIsChecked) {
+    SessionConfig config;
+    config.gpu_mode = "soft";
+    EXPECT_EQ(config.soft_gfx, "gfx900");
+    EXPECT_EQ(check_session_config(config), std::nullopt);
+    for (const char* good : {"gfx906", "gfx908", "gfx90a"}) {
+        config.soft_gfx = good;
+        EXPECT_EQ(check_session_config(config), std::nullopt) << good;
+    }
+    config.soft_gfx = "gfx1030";
+    const auto problem = check_session_config(config);
+    ASSERT_TRUE(problem.has_value());
+    EXPECT_NE(problem->find("--soft-gfx"), std::string::npos) << *problem;
+    EXPECT_NE(problem->find("gfx1030"), std::string::npos) << *problem;
+    std::string error;
+    EXPECT_FALSE(make_session_factory(config, spdlog::default_logger(), error));
+    EXPECT_NE(error.find("--soft-gfx"), std::string::npos) << error;
 }
 
 class LineChannelTest : public ::testing::Test {

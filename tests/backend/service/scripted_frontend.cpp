@@ -2,7 +2,9 @@
 
 #include <xenhsa/proto.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -51,6 +53,10 @@ public:
                 return hello();
             case kHelloMaxHandles:
                 return max_handles_;
+            case kConnectAll:
+                return connect_all();
+            case kGpuVersion:
+                return gpu_version();
             default:
                 return kFailed;
         }
@@ -131,16 +137,13 @@ private:
         return 0;
     }
 
-    uint64_t hello() {
+    // One request through the ring and its response, in `rsp`; kFailed + line or 0.
+    uint64_t request(uint32_t cmd, const void* payload, uint32_t len, xenhsa_rsp_slot& rsp) {
         STEP(ring_.data() != nullptr);
         const uint32_t slots = XENHSA_RING_SLOTS(order_);
-        xenhsa_hello_req req{};
-        req.version_min = XENHSA_PROTO_VERSION;
-        req.version_max = XENHSA_PROTO_VERSION;
-        req.va_size = XENHSA_VA_WINDOW_MIN;
         const uint32_t seqno = 7000 + req_prod_;
-        STEP(xenhsa_encode_req(ring_.data() + xenhsa_ring_slot_offset(req_prod_, slots),
-                               XENHSA_CMD_HELLO, seqno, &req, sizeof req) == 0);
+        STEP(xenhsa_encode_req(ring_.data() + xenhsa_ring_slot_offset(req_prod_, slots), cmd, seqno,
+                               payload, len) == 0);
         const uint32_t old = req_prod_++;
         if (xenhsa_ring_publish(&shared()->req_prod, &shared()->req_event, old, req_prod_)) {
             STEP(p_.events->notify(port_.port()));
@@ -150,16 +153,66 @@ private:
             STEP(std::chrono::steady_clock::now() < deadline);
             std::this_thread::sleep_for(5ms);
         }
-        xenhsa_rsp_slot rsp{};
         xenhsa_copy_rsp(&rsp, ring_.data() + xenhsa_ring_slot_offset(rsp_cons_, slots));
         ++rsp_cons_;
         STEP(rsp.hdr.seqno == seqno);
+        return 0;
+    }
+
+    uint64_t hello_with(const xenhsa_hello_req& req, xenhsa_hello_rsp& answer, uint32_t& status) {
+        xenhsa_rsp_slot rsp{};
+        if (const uint64_t failed = request(XENHSA_CMD_HELLO, &req, sizeof req, rsp)) {
+            return failed;
+        }
+        status = rsp.hdr.status;
         if (rsp.hdr.status == XENHSA_STATUS_OK && rsp.hdr.len == sizeof(xenhsa_hello_rsp)) {
-            xenhsa_hello_rsp answer{};
             std::memcpy(&answer, rsp.payload, sizeof answer);
             max_handles_ = answer.max_handles;
         }
-        return rsp.hdr.status;
+        return 0;
+    }
+
+    uint64_t hello() {
+        xenhsa_hello_req req{};
+        req.version_min = XENHSA_PROTO_VERSION;
+        req.version_max = XENHSA_PROTO_VERSION;
+        req.va_size = XENHSA_VA_WINDOW_MIN;
+        xenhsa_hello_rsp answer{};
+        uint32_t status = 0;
+        if (const uint64_t failed = hello_with(req, answer, status)) {
+            return failed;
+        }
+        return status;
+    }
+
+    uint64_t connect_all() {
+        xenhsa_hello_req req{};
+        req.version_min = XENHSA_PROTO_VERSION;
+        req.version_max = XENHSA_PROTO_VERSION;
+        req.features = XENHSA_FEATURES_KNOWN;
+        req.va_size = XENHSA_VA_WINDOW_MIN;
+        xenhsa_hello_rsp answer{};
+        uint32_t status = 0;
+        STEP(hello_with(req, answer, status) == 0 && status == XENHSA_STATUS_OK);
+        req.va_base = answer.va_base;  // this test's guest takes the proposal as it is
+        STEP(hello_with(req, answer, status) == 0 && status == XENHSA_STATUS_OK);
+        return answer.features;
+    }
+
+    uint64_t gpu_version() {
+        xenhsa_query_req q{};
+        q.kind = XENHSA_QUERY_NODE;
+        q.node = 1;
+        xenhsa_rsp_slot rsp{};
+        STEP(request(XENHSA_CMD_QUERY, &q, sizeof q, rsp) == 0);
+        STEP(rsp.hdr.status == XENHSA_STATUS_OK);
+        xenhsa_query_rsp chunk{};
+        std::memcpy(&chunk, rsp.payload, sizeof chunk);
+        xenhsa_node_props props{};
+        STEP(chunk.chunk_len >= offsetof(xenhsa_node_props, engine_id) + sizeof props.engine_id);
+        std::memcpy(&props, chunk.data, std::min<size_t>(chunk.chunk_len, sizeof props));
+        const uint32_t id = props.engine_id;  // ucode:10 major:6 minor:8 stepping:8
+        return (((id >> 10) & 0x3F) << 16) | (((id >> 16) & 0xFF) << 8) | ((id >> 24) & 0xFF);
     }
 
     xen::Platform& p_;

@@ -1,7 +1,7 @@
 // A minimal scripted frontend for the service tests: runs in a forked child attached to
 // its guest domain and obeys one command at a time from the test over a Link. It grants
 // the pages, allocates the port, writes (good or deliberately bad) keys and states, reads
-// be_alive, and can send one HELLO through the ring.
+// be_alive, and can send a HELLO, connect and QUERY the GPU node through the ring.
 #ifndef XENHSA_TESTS_BACKEND_SERVICE_SCRIPTED_FRONTEND_HPP
 #define XENHSA_TESTS_BACKEND_SERVICE_SCRIPTED_FRONTEND_HPP
 
@@ -23,6 +23,10 @@ enum FrontendCmd : uint64_t {
     kBeAlive,             // answers be_alive of the ring (0 when nothing is granted)
     kHello,               // one HELLO on the ring: answers the response status
     kHelloMaxHandles,     // max_handles of the last HELLO response
+    kConnectAll,          // HELLO for every known feature, then the confirming HELLO:
+                          // answers the granted features (kFailed + line on a failure)
+    kGpuVersion,          // after kConnectAll: QUERY NODE 1, answers its ISA version
+                          // from engine_id: major << 16 | minor << 8 | stepping
     kExit,
 };
 

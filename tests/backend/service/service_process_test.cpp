@@ -165,6 +165,9 @@ TEST(ServiceBinaries, HelpWorks) {
     EXPECT_FALSE(run({XENHSA_BACKEND_BINARY}).ok()) << "needs --sim-dir or --xen";
     EXPECT_FALSE(run({XENHSA_BACKEND_BINARY, "--sim-dir", "/nonexistent", "--gpu", "cuda"}).ok());
     EXPECT_FALSE(
+        run({XENHSA_BACKEND_BINARY, "--sim-dir", "/nonexistent", "--soft-gfx", "gfx1030"}).ok())
+        << "an unknown software agent target";
+    EXPECT_FALSE(
         run({XENHSA_BACKEND_BINARY, "--sim-dir", "/nonexistent", "--set", "max_handles=12abc"})
             .ok())
         << "quotas are parsed strictly before anything starts";
@@ -193,6 +196,16 @@ TEST_F(ServiceTest, QuotasFromTheConfigFileAndTheCommandLineReachTheGuest) {
     connect(a);
     ASSERT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
     EXPECT_EQ(ask(a, kHelloMaxHandles), 200u);
+}
+
+TEST_F(ServiceTest, TheSoftAgentTargetAndSdmaReachTheGuest) {
+    start_backend({}, {"--soft-gfx", "gfx90a"});
+    const auto fe = add_guest("guest-a");
+    connect(fe);
+    const uint64_t features = ask(fe, kConnectAll);
+    ASSERT_LT(features, kFailed) << "line " << (features - kFailed);
+    EXPECT_EQ(features, XENHSA_FEATURES_KNOWN) << "the service grants SDMA over the soft agent";
+    EXPECT_EQ(ask(fe, kGpuVersion), 0x09000Au) << "gfx90a is 9.0.10";
 }
 
 TEST_F(ServiceTest, DiscoversADeviceAndStartsItsWorker) {

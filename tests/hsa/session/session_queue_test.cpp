@@ -52,8 +52,10 @@ TEST_F(SessionTest, QueueArgumentsAreChecked) {
             << size;
     }
     auto req = queue_req(area(0), ptr);
-    req.type = 2;
-    EXPECT_EQ(session->create_queue(req).error(), einval());
+    for (const uint32_t type : {0u, 3u, 21u}) {
+        req.type = type;
+        EXPECT_EQ(session->create_queue(req).error(), einval()) << type;
+    }
     req = queue_req(area(0), ptr);
     req.priority = XENHSA_QUEUE_PRIORITY_MAX + 1;
     EXPECT_EQ(session->create_queue(req).error(), einval());
@@ -66,6 +68,37 @@ TEST_F(SessionTest, QueueArgumentsAreChecked) {
     EXPECT_EQ(session->create_queue(queue_req(area(0), ptr, 0xdeadbeef)).error(), ebadf());
     EXPECT_TRUE(session->create_queue(queue_req(area(0), ptr, 0, 4 * kPage)));
     EXPECT_EQ(device.calls_of(Op::create_queue).size(), 1u);
+}
+
+TEST_F(SessionTest, QueueTypeReachesTheDevice) {
+    pin_mapped(area(0), 8 * kPage);
+    EXPECT_TRUE(session->supports_queue_type(XENHSA_QUEUE_COMPUTE_AQL));
+    EXPECT_TRUE(session->supports_queue_type(XENHSA_QUEUE_SDMA));
+    EXPECT_FALSE(session->supports_queue_type(0));
+    EXPECT_FALSE(session->supports_queue_type(3));
+
+    auto aql = queue_req(area(0), area(0) + 7 * kPage);
+    ASSERT_TRUE(session->create_queue(aql));
+    EXPECT_EQ(device.queue_type(*device.last_queue()), QueueType::compute_aql);
+    auto sdma = queue_req(area(0) + 4 * kPage, area(0) + 7 * kPage + 16);
+    sdma.type = XENHSA_QUEUE_SDMA;
+    const auto made = session->create_queue(sdma);
+    ASSERT_TRUE(made);
+    EXPECT_EQ(device.queue_type(*device.last_queue()), QueueType::sdma);
+    // The two kinds share the doorbell page.
+    EXPECT_LT(made.value().doorbell_index, XENHSA_DOORBELLS_PER_PAGE);
+}
+
+TEST_F(SessionTest, ADeviceWithoutSdmaRefusesItsQueues) {
+    device.set_sdma(false);
+    pin_mapped(area(0), 8 * kPage);
+    EXPECT_FALSE(session->supports_queue_type(XENHSA_QUEUE_SDMA));
+    auto sdma = queue_req(area(0), area(0) + 7 * kPage);
+    sdma.type = XENHSA_QUEUE_SDMA;
+    EXPECT_EQ(session->create_queue(sdma).error(), errc(std::errc::operation_not_supported));
+    EXPECT_EQ(device.queues(), 0u);
+    EXPECT_EQ(session->stats().queues, 0u);
+    EXPECT_EQ(session->stats().handles, 1u);  // the PIN only
 }
 
 TEST_F(SessionTest, DoorbellsAreDistinctAndForwardedToTheirQueue) {

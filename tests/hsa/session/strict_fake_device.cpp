@@ -237,10 +237,18 @@ Result<void> StrictFakeDevice::unmap_from_gpu(Va va) {
 }
 
 // --- queues
+bool StrictFakeDevice::supports_queue_type(QueueType type) noexcept {
+    std::lock_guard lock(mutex_);
+    return type == QueueType::compute_aql || sdma_;
+}
+
 Result<QueueId> StrictFakeDevice::create_queue(const QueueSpec& spec) {
     std::lock_guard lock(mutex_);
     if (auto e = enter(Op::create_queue, spec.ring)) {
         return *e;
+    }
+    if (spec.type == QueueType::sdma && !sdma_) {
+        return errc(std::errc::operation_not_supported);
     }
     const Va* ring = gpu_memory_holding(spec.ring, spec.ring_size, spec.node);
     const Va* rptr = gpu_memory_holding(spec.rptr, 8, spec.node);
@@ -367,9 +375,7 @@ Result<uint32_t> StrictFakeDevice::wait_events(std::span<const EventId> events, 
         }
         return mask;
     };
-    auto ready = [&] {
-        return !hold_waits_ && (all ? signaled() == everything : signaled() != 0);
-    };
+    auto ready = [&] { return !hold_waits_ && (all ? signaled() == everything : signaled() != 0); };
     bool ok = true;
     if (timeout_ms == XENHSA_WAIT_INFINITE) {
         changed_.wait(lock, ready);
@@ -501,6 +507,20 @@ std::optional<uint64_t> StrictFakeDevice::doorbell_value(QueueId queue) const {
         return std::nullopt;
     }
     return it->second.doorbell;
+}
+
+std::optional<QueueType> StrictFakeDevice::queue_type(QueueId queue) const {
+    std::lock_guard lock(mutex_);
+    auto it = queues_.find(queue);
+    if (it == queues_.end()) {
+        return std::nullopt;
+    }
+    return it->second.spec.type;
+}
+
+void StrictFakeDevice::set_sdma(bool supported) {
+    std::lock_guard lock(mutex_);
+    sdma_ = supported;
 }
 
 uint32_t StrictFakeDevice::waiting() const {

@@ -68,6 +68,7 @@ public:
     Result<void> deregister_user(Va va) override;
     Result<void> map_to_gpu(Va va, uint64_t node_mask, bool read_only) override;
     Result<void> unmap_from_gpu(Va va) override;
+    bool supports_queue_type(QueueType type) noexcept override;
     Result<QueueId> create_queue(const QueueSpec& spec) override;
     Result<void> destroy_queue(QueueId queue) override;
     Result<void> ring_doorbell(QueueId queue, uint64_t value) override;
@@ -99,6 +100,9 @@ public:
     std::optional<QueueId> last_queue() const;
     std::optional<EventId> last_event() const;
     std::optional<uint64_t> doorbell_value(QueueId queue) const;
+    std::optional<QueueType> queue_type(QueueId queue) const;
+    // Whether SDMA queues are made (default) or refused with EOPNOTSUPP.
+    void set_sdma(bool supported);
     // Waiters inside wait_events right now, over all events.
     uint32_t waiting() const;
     // While held, waiters stay inside wait_events even when their events are signaled
@@ -135,6 +139,7 @@ private:
     mutable std::mutex mutex_;
     std::condition_variable changed_;
     bool hold_waits_ = false;
+    bool sdma_ = true;
     std::vector<Call> calls_;
     std::vector<std::string> violations_;
     std::map<Op, std::errc> fail_next_;

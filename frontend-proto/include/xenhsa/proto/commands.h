@@ -33,37 +33,60 @@ enum xenhsa_cmd {
 };
 
 /* Feature bits negotiated by HELLO. */
-#define XENHSA_FEATURE_INDIRECT (1ull << 0)     /* MAP through indirect grant pages */
-#define XENHSA_FEATURE_LEND (1ull << 1)         /* LEND and the REVOKED notification */
-#define XENHSA_FEATURE_GPU (1ull << 2)          /* PIN .. EVENT_*: a GPU seam is present */
-#define XENHSA_FEATURE_WAIT_CANCEL (1ull << 3)  /* EVENT_WAIT_CANCEL */
-#define XENHSA_FEATURES_V1                                                       \
-    (XENHSA_FEATURE_INDIRECT | XENHSA_FEATURE_LEND | XENHSA_FEATURE_GPU |        \
+#define XENHSA_FEATURE_INDIRECT (1ull << 0)    /* MAP through indirect grant pages */
+#define XENHSA_FEATURE_LEND (1ull << 1)        /* LEND and the REVOKED notification */
+#define XENHSA_FEATURE_GPU (1ull << 2)         /* PIN .. EVENT_*: a GPU seam is present */
+#define XENHSA_FEATURE_WAIT_CANCEL (1ull << 3) /* EVENT_WAIT_CANCEL */
+#define XENHSA_FEATURES_V1                                                \
+    (XENHSA_FEATURE_INDIRECT | XENHSA_FEATURE_LEND | XENHSA_FEATURE_GPU | \
      XENHSA_FEATURE_WAIT_CANCEL)
+/* Additions inside v1 (docs/protocol.md section 9), each behind its own bit. */
+#define XENHSA_FEATURE_SDMA (1ull << 4) /* QUEUE_CREATE of XENHSA_QUEUE_SDMA */
+/* Every bit this version of the headers defines. */
+#define XENHSA_FEATURES_KNOWN (XENHSA_FEATURES_V1 | XENHSA_FEATURE_SDMA)
 
-static inline const char *xenhsa_cmd_name(uint32_t cmd)
-{
+static inline const char* xenhsa_cmd_name(uint32_t cmd) {
     switch (cmd) {
-    case XENHSA_CMD_HELLO: return "HELLO";
-    case XENHSA_CMD_QUERY: return "QUERY";
-    case XENHSA_CMD_MAP: return "MAP";
-    case XENHSA_CMD_UNMAP: return "UNMAP";
-    case XENHSA_CMD_LEND: return "LEND";
-    case XENHSA_CMD_PIN: return "PIN";
-    case XENHSA_CMD_UNPIN: return "UNPIN";
-    case XENHSA_CMD_MAP_TO_GPU: return "MAP_TO_GPU";
-    case XENHSA_CMD_UNMAP_FROM_GPU: return "UNMAP_FROM_GPU";
-    case XENHSA_CMD_ALLOC: return "ALLOC";
-    case XENHSA_CMD_FREE: return "FREE";
-    case XENHSA_CMD_QUEUE_CREATE: return "QUEUE_CREATE";
-    case XENHSA_CMD_QUEUE_DESTROY: return "QUEUE_DESTROY";
-    case XENHSA_CMD_EVENT_CREATE: return "EVENT_CREATE";
-    case XENHSA_CMD_EVENT_DESTROY: return "EVENT_DESTROY";
-    case XENHSA_CMD_EVENT_SET: return "EVENT_SET";
-    case XENHSA_CMD_EVENT_RESET: return "EVENT_RESET";
-    case XENHSA_CMD_EVENT_WAIT: return "EVENT_WAIT";
-    case XENHSA_CMD_EVENT_WAIT_CANCEL: return "EVENT_WAIT_CANCEL";
-    default: return "UNKNOWN_COMMAND";
+        case XENHSA_CMD_HELLO:
+            return "HELLO";
+        case XENHSA_CMD_QUERY:
+            return "QUERY";
+        case XENHSA_CMD_MAP:
+            return "MAP";
+        case XENHSA_CMD_UNMAP:
+            return "UNMAP";
+        case XENHSA_CMD_LEND:
+            return "LEND";
+        case XENHSA_CMD_PIN:
+            return "PIN";
+        case XENHSA_CMD_UNPIN:
+            return "UNPIN";
+        case XENHSA_CMD_MAP_TO_GPU:
+            return "MAP_TO_GPU";
+        case XENHSA_CMD_UNMAP_FROM_GPU:
+            return "UNMAP_FROM_GPU";
+        case XENHSA_CMD_ALLOC:
+            return "ALLOC";
+        case XENHSA_CMD_FREE:
+            return "FREE";
+        case XENHSA_CMD_QUEUE_CREATE:
+            return "QUEUE_CREATE";
+        case XENHSA_CMD_QUEUE_DESTROY:
+            return "QUEUE_DESTROY";
+        case XENHSA_CMD_EVENT_CREATE:
+            return "EVENT_CREATE";
+        case XENHSA_CMD_EVENT_DESTROY:
+            return "EVENT_DESTROY";
+        case XENHSA_CMD_EVENT_SET:
+            return "EVENT_SET";
+        case XENHSA_CMD_EVENT_RESET:
+            return "EVENT_RESET";
+        case XENHSA_CMD_EVENT_WAIT:
+            return "EVENT_WAIT";
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            return "EVENT_WAIT_CANCEL";
+        default:
+            return "UNKNOWN_COMMAND";
     }
 }
 

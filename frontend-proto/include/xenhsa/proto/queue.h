@@ -1,11 +1,18 @@
 /*
- * xenhsa wire protocol v1: AQL queues.
+ * xenhsa wire protocol v1: GPU queues (AQL compute queues, and SDMA queues behind
+ * XENHSA_FEATURE_SDMA).
  *
  * The guest provides the ring and the read/write-pointer memory at its own VAs; each must
  * lie in a range it has PINned and MAPped to the GPU. A queue holds that memory: FREE,
  * UNPIN or UNMAP of memory a live queue uses is deferred until the queue is destroyed
  * (answered OK, never an error, never a leak). The queue's doorbell is slot
  * `doorbell_index` of the guest's doorbell page (doorbell.h).
+ *
+ * AQL: rptr/wptr are amd_queue_t's read and write dispatch ids (64-byte packets).
+ * SDMA (gfx9 "SDMA v4" packets, as ROCr's BlitSdmaV4 writes them): rptr/wptr are 64-bit
+ * monotonic BYTE indexes; the ring offset of index i is i & (ring_size - 1). The engine
+ * runs the bytes [rptr, wptr) in order and stores the new rptr (release) after each
+ * packet. The doorbell value is the new wptr, only a hint (doorbell.h).
  */
 #ifndef XENHSA_PROTO_QUEUE_H
 #define XENHSA_PROTO_QUEUE_H
@@ -13,24 +20,25 @@
 #include "common.h"
 
 enum xenhsa_queue_type {
-    XENHSA_QUEUE_COMPUTE_AQL = 1
+    XENHSA_QUEUE_COMPUTE_AQL = 1,
+    XENHSA_QUEUE_SDMA = 2 /* needs XENHSA_FEATURE_SDMA (UNSUPPORTED otherwise) */
 };
 
 #define XENHSA_AQL_PACKET_SIZE 64u
-#define XENHSA_QUEUE_RING_MIN XENHSA_PAGE_SIZE   /* 64 packets */
-#define XENHSA_QUEUE_RING_MAX (1ull << 22)         /* 64 Ki packets */
+#define XENHSA_QUEUE_RING_MIN XENHSA_PAGE_SIZE /* 64 packets */
+#define XENHSA_QUEUE_RING_MAX (1ull << 22)     /* 64 Ki packets */
 #define XENHSA_QUEUE_PRIORITY_MIN (-3)
 #define XENHSA_QUEUE_PRIORITY_MAX 3
 
 struct xenhsa_queue_create_req {
     uint32_t node;
-    uint32_t type;       /* enum xenhsa_queue_type */
-    uint32_t percentage; /* 0..100 */
-    int32_t priority;    /* XENHSA_QUEUE_PRIORITY_MIN..MAX */
-    uint64_t ring_va;    /* page aligned */
-    uint64_t ring_size;  /* power of two, XENHSA_QUEUE_RING_MIN..MAX */
-    uint64_t rptr_va;    /* 8-byte aligned; the read dispatch id (amd_queue_t) */
-    uint64_t wptr_va;    /* 8-byte aligned; the write dispatch id */
+    uint32_t type;        /* enum xenhsa_queue_type */
+    uint32_t percentage;  /* 0..100 */
+    int32_t priority;     /* XENHSA_QUEUE_PRIORITY_MIN..MAX */
+    uint64_t ring_va;     /* page aligned */
+    uint64_t ring_size;   /* power of two, XENHSA_QUEUE_RING_MIN..MAX */
+    uint64_t rptr_va;     /* 8-byte aligned; AQL: the read dispatch id; SDMA: byte index */
+    uint64_t wptr_va;     /* 8-byte aligned; AQL: the write dispatch id; SDMA: byte index */
     uint64_t error_event; /* event handle signalled on a queue error, or 0 */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_queue_create_req, 56);

@@ -30,63 +30,83 @@
 #define XENHSA_LEN_UNKNOWN 0xFFFFFFFFu
 
 /* Payload length of a request: the command's struct size, or XENHSA_LEN_UNKNOWN. */
-static inline uint32_t xenhsa_req_len(uint32_t cmd)
-{
+static inline uint32_t xenhsa_req_len(uint32_t cmd) {
     switch (cmd) {
-    case XENHSA_CMD_HELLO: return (uint32_t)sizeof(struct xenhsa_hello_req);
-    case XENHSA_CMD_QUERY: return (uint32_t)sizeof(struct xenhsa_query_req);
-    case XENHSA_CMD_MAP: return (uint32_t)sizeof(struct xenhsa_map_req);
-    case XENHSA_CMD_LEND: return (uint32_t)sizeof(struct xenhsa_lend_req);
-    case XENHSA_CMD_PIN: return (uint32_t)sizeof(struct xenhsa_pin_req);
-    case XENHSA_CMD_MAP_TO_GPU: return (uint32_t)sizeof(struct xenhsa_map_to_gpu_req);
-    case XENHSA_CMD_ALLOC: return (uint32_t)sizeof(struct xenhsa_alloc_req);
-    case XENHSA_CMD_QUEUE_CREATE: return (uint32_t)sizeof(struct xenhsa_queue_create_req);
-    case XENHSA_CMD_EVENT_CREATE: return (uint32_t)sizeof(struct xenhsa_event_create_req);
-    case XENHSA_CMD_EVENT_WAIT: return (uint32_t)sizeof(struct xenhsa_event_wait_req);
-    case XENHSA_CMD_EVENT_WAIT_CANCEL:
-        return (uint32_t)sizeof(struct xenhsa_event_wait_cancel_req);
-    case XENHSA_CMD_UNMAP:
-    case XENHSA_CMD_UNPIN:
-    case XENHSA_CMD_UNMAP_FROM_GPU:
-    case XENHSA_CMD_FREE:
-    case XENHSA_CMD_QUEUE_DESTROY:
-    case XENHSA_CMD_EVENT_DESTROY:
-    case XENHSA_CMD_EVENT_SET:
-    case XENHSA_CMD_EVENT_RESET: return (uint32_t)sizeof(struct xenhsa_handle_req);
-    default: return XENHSA_LEN_UNKNOWN;
+        case XENHSA_CMD_HELLO:
+            return (uint32_t)sizeof(struct xenhsa_hello_req);
+        case XENHSA_CMD_QUERY:
+            return (uint32_t)sizeof(struct xenhsa_query_req);
+        case XENHSA_CMD_MAP:
+            return (uint32_t)sizeof(struct xenhsa_map_req);
+        case XENHSA_CMD_LEND:
+            return (uint32_t)sizeof(struct xenhsa_lend_req);
+        case XENHSA_CMD_PIN:
+            return (uint32_t)sizeof(struct xenhsa_pin_req);
+        case XENHSA_CMD_MAP_TO_GPU:
+            return (uint32_t)sizeof(struct xenhsa_map_to_gpu_req);
+        case XENHSA_CMD_ALLOC:
+            return (uint32_t)sizeof(struct xenhsa_alloc_req);
+        case XENHSA_CMD_QUEUE_CREATE:
+            return (uint32_t)sizeof(struct xenhsa_queue_create_req);
+        case XENHSA_CMD_EVENT_CREATE:
+            return (uint32_t)sizeof(struct xenhsa_event_create_req);
+        case XENHSA_CMD_EVENT_WAIT:
+            return (uint32_t)sizeof(struct xenhsa_event_wait_req);
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            return (uint32_t)sizeof(struct xenhsa_event_wait_cancel_req);
+        case XENHSA_CMD_UNMAP:
+        case XENHSA_CMD_UNPIN:
+        case XENHSA_CMD_UNMAP_FROM_GPU:
+        case XENHSA_CMD_FREE:
+        case XENHSA_CMD_QUEUE_DESTROY:
+        case XENHSA_CMD_EVENT_DESTROY:
+        case XENHSA_CMD_EVENT_SET:
+        case XENHSA_CMD_EVENT_RESET:
+            return (uint32_t)sizeof(struct xenhsa_handle_req);
+        default:
+            return XENHSA_LEN_UNKNOWN;
     }
 }
 
 /* Payload length of a successful response (every HELLO response has it too). */
-static inline uint32_t xenhsa_rsp_len(uint32_t cmd)
-{
+static inline uint32_t xenhsa_rsp_len(uint32_t cmd) {
     switch (cmd) {
-    case XENHSA_CMD_HELLO: return (uint32_t)sizeof(struct xenhsa_hello_rsp);
-    case XENHSA_CMD_QUERY: return (uint32_t)sizeof(struct xenhsa_query_rsp);
-    case XENHSA_CMD_MAP:
-    case XENHSA_CMD_PIN: return (uint32_t)sizeof(struct xenhsa_handle_rsp);
-    case XENHSA_CMD_LEND: return (uint32_t)sizeof(struct xenhsa_lend_rsp);
-    case XENHSA_CMD_MAP_TO_GPU: return (uint32_t)sizeof(struct xenhsa_map_to_gpu_rsp);
-    case XENHSA_CMD_ALLOC: return (uint32_t)sizeof(struct xenhsa_alloc_rsp);
-    case XENHSA_CMD_QUEUE_CREATE: return (uint32_t)sizeof(struct xenhsa_queue_create_rsp);
-    case XENHSA_CMD_EVENT_CREATE: return (uint32_t)sizeof(struct xenhsa_event_create_rsp);
-    case XENHSA_CMD_EVENT_WAIT: return (uint32_t)sizeof(struct xenhsa_event_wait_rsp);
-    case XENHSA_CMD_UNMAP:
-    case XENHSA_CMD_UNPIN:
-    case XENHSA_CMD_UNMAP_FROM_GPU:
-    case XENHSA_CMD_FREE:
-    case XENHSA_CMD_QUEUE_DESTROY:
-    case XENHSA_CMD_EVENT_DESTROY:
-    case XENHSA_CMD_EVENT_SET:
-    case XENHSA_CMD_EVENT_RESET:
-    case XENHSA_CMD_EVENT_WAIT_CANCEL: return 0;
-    default: return XENHSA_LEN_UNKNOWN;
+        case XENHSA_CMD_HELLO:
+            return (uint32_t)sizeof(struct xenhsa_hello_rsp);
+        case XENHSA_CMD_QUERY:
+            return (uint32_t)sizeof(struct xenhsa_query_rsp);
+        case XENHSA_CMD_MAP:
+        case XENHSA_CMD_PIN:
+            return (uint32_t)sizeof(struct xenhsa_handle_rsp);
+        case XENHSA_CMD_LEND:
+            return (uint32_t)sizeof(struct xenhsa_lend_rsp);
+        case XENHSA_CMD_MAP_TO_GPU:
+            return (uint32_t)sizeof(struct xenhsa_map_to_gpu_rsp);
+        case XENHSA_CMD_ALLOC:
+            return (uint32_t)sizeof(struct xenhsa_alloc_rsp);
+        case XENHSA_CMD_QUEUE_CREATE:
+            return (uint32_t)sizeof(struct xenhsa_queue_create_rsp);
+        case XENHSA_CMD_EVENT_CREATE:
+            return (uint32_t)sizeof(struct xenhsa_event_create_rsp);
+        case XENHSA_CMD_EVENT_WAIT:
+            return (uint32_t)sizeof(struct xenhsa_event_wait_rsp);
+        case XENHSA_CMD_UNMAP:
+        case XENHSA_CMD_UNPIN:
+        case XENHSA_CMD_UNMAP_FROM_GPU:
+        case XENHSA_CMD_FREE:
+        case XENHSA_CMD_QUEUE_DESTROY:
+        case XENHSA_CMD_EVENT_DESTROY:
+        case XENHSA_CMD_EVENT_SET:
+        case XENHSA_CMD_EVENT_RESET:
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            return 0;
+        default:
+            return XENHSA_LEN_UNKNOWN;
     }
 }
 
-static inline int xenhsa_all_zero(const void *bytes, size_t n)
-{
-    const uint8_t *p = (const uint8_t *)bytes;
+static inline int xenhsa_all_zero(const void* bytes, size_t n) {
+    const uint8_t* p = (const uint8_t*)bytes;
     uint8_t acc = 0;
     for (size_t i = 0; i < n; ++i) {
         acc |= p[i];
@@ -95,8 +115,7 @@ static inline int xenhsa_all_zero(const void *bytes, size_t n)
 }
 
 /* Request header: unknown command, length past the slot, wrong length, nonzero pad. */
-static inline uint32_t xenhsa_check_req_hdr(const struct xenhsa_req_hdr *h)
-{
+static inline uint32_t xenhsa_check_req_hdr(const struct xenhsa_req_hdr* h) {
     const uint32_t want = xenhsa_req_len(h->cmd);
     if (want == XENHSA_LEN_UNKNOWN) {
         return XENHSA_STATUS_BAD_COMMAND;
@@ -110,13 +129,11 @@ static inline uint32_t xenhsa_check_req_hdr(const struct xenhsa_req_hdr *h)
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_handle_req(const struct xenhsa_handle_req *r)
-{
+static inline uint32_t xenhsa_check_handle_req(const struct xenhsa_handle_req* r) {
     return r->handle == XENHSA_HANDLE_NONE ? XENHSA_STATUS_BAD_HANDLE : XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_hello_req(const struct xenhsa_hello_req *r)
-{
+static inline uint32_t xenhsa_check_hello_req(const struct xenhsa_hello_req* r) {
     if (r->version_min == 0 || r->version_min > r->version_max) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
@@ -130,8 +147,7 @@ static inline uint32_t xenhsa_check_hello_req(const struct xenhsa_hello_req *r)
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req *r)
-{
+static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req* r) {
     const int has_node = r->kind == XENHSA_QUERY_NODE || r->kind == XENHSA_QUERY_MEM_BANK ||
                          r->kind == XENHSA_QUERY_CACHE || r->kind == XENHSA_QUERY_IO_LINK ||
                          r->kind == XENHSA_QUERY_CLOCK;
@@ -154,8 +170,7 @@ static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req *r)
 
 /* A page list as MAP requests and LEND responses carry it. */
 static inline uint32_t xenhsa_check_gref_list_(uint32_t npages, uint32_t flags, uint32_t nrefs,
-                                               const xenhsa_gref_t *gref)
-{
+                                               const xenhsa_gref_t* gref) {
     if ((flags & ~XENHSA_MAP_FLAGS_ALL) != 0 || npages == 0 || npages > XENHSA_MAP_MAX_PAGES ||
         nrefs > XENHSA_MAP_INLINE_GREFS || nrefs != xenhsa_map_nrefs(npages, flags)) {
         return XENHSA_STATUS_BAD_ARGUMENT;
@@ -166,8 +181,7 @@ static inline uint32_t xenhsa_check_gref_list_(uint32_t npages, uint32_t flags, 
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_map_req(const struct xenhsa_map_req *r)
-{
+static inline uint32_t xenhsa_check_map_req(const struct xenhsa_map_req* r) {
     uint32_t status;
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
@@ -182,8 +196,7 @@ static inline uint32_t xenhsa_check_map_req(const struct xenhsa_map_req *r)
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_lend_req(const struct xenhsa_lend_req *r)
-{
+static inline uint32_t xenhsa_check_lend_req(const struct xenhsa_lend_req* r) {
     if ((r->flags & ~XENHSA_MAP_RW) != 0 || r->npages == 0 || r->npages > XENHSA_MAP_MAX_PAGES) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
@@ -193,8 +206,7 @@ static inline uint32_t xenhsa_check_lend_req(const struct xenhsa_lend_req *r)
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_pin_req(const struct xenhsa_pin_req *r)
-{
+static inline uint32_t xenhsa_check_pin_req(const struct xenhsa_pin_req* r) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
@@ -207,8 +219,7 @@ static inline uint32_t xenhsa_check_pin_req(const struct xenhsa_pin_req *r)
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_map_to_gpu_req(const struct xenhsa_map_to_gpu_req *r)
-{
+static inline uint32_t xenhsa_check_map_to_gpu_req(const struct xenhsa_map_to_gpu_req* r) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
@@ -221,8 +232,7 @@ static inline uint32_t xenhsa_check_map_to_gpu_req(const struct xenhsa_map_to_gp
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_alloc_req(const struct xenhsa_alloc_req *r)
-{
+static inline uint32_t xenhsa_check_alloc_req(const struct xenhsa_alloc_req* r) {
     if ((r->flags & ~XENHSA_ALLOC_FLAGS_ALL) != 0 || r->node >= XENHSA_QUERY_MAX_NODES ||
         r->size == 0 || r->size > XENHSA_VA_WINDOW_MAX || !xenhsa_page_aligned(r->size)) {
         return XENHSA_STATUS_BAD_ARGUMENT;
@@ -233,28 +243,27 @@ static inline uint32_t xenhsa_check_alloc_req(const struct xenhsa_alloc_req *r)
     return XENHSA_STATUS_OK;
 }
 
-static inline int xenhsa_pointer_ok(uint64_t va)
-{
+static inline int xenhsa_pointer_ok(uint64_t va) {
     return va != 0 && (va & 7u) == 0 && va < XENHSA_VA_LIMIT;
 }
 
-static inline uint32_t xenhsa_check_queue_create_req(const struct xenhsa_queue_create_req *r)
-{
-    if (r->type != XENHSA_QUEUE_COMPUTE_AQL || r->node >= XENHSA_QUERY_MAX_NODES ||
-        r->percentage > 100u || r->priority < XENHSA_QUEUE_PRIORITY_MIN ||
-        r->priority > XENHSA_QUEUE_PRIORITY_MAX || r->ring_size < XENHSA_QUEUE_RING_MIN ||
-        r->ring_size > XENHSA_QUEUE_RING_MAX || (r->ring_size & (r->ring_size - 1u)) != 0) {
+static inline uint32_t xenhsa_check_queue_create_req(const struct xenhsa_queue_create_req* r) {
+    /* SDMA is accepted here; the backend answers UNSUPPORTED without XENHSA_FEATURE_SDMA. */
+    if ((r->type != XENHSA_QUEUE_COMPUTE_AQL && r->type != XENHSA_QUEUE_SDMA) ||
+        r->node >= XENHSA_QUERY_MAX_NODES || r->percentage > 100u ||
+        r->priority < XENHSA_QUEUE_PRIORITY_MIN || r->priority > XENHSA_QUEUE_PRIORITY_MAX ||
+        r->ring_size < XENHSA_QUEUE_RING_MIN || r->ring_size > XENHSA_QUEUE_RING_MAX ||
+        (r->ring_size & (r->ring_size - 1u)) != 0) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
-    if (!xenhsa_va_range_ok(r->ring_va, r->ring_size) ||
-        !xenhsa_pointer_ok(r->rptr_va) || !xenhsa_pointer_ok(r->wptr_va)) {
+    if (!xenhsa_va_range_ok(r->ring_va, r->ring_size) || !xenhsa_pointer_ok(r->rptr_va) ||
+        !xenhsa_pointer_ok(r->wptr_va)) {
         return XENHSA_STATUS_BAD_ADDRESS;
     }
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_event_create_req(const struct xenhsa_event_create_req *r)
-{
+static inline uint32_t xenhsa_check_event_create_req(const struct xenhsa_event_create_req* r) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
@@ -265,8 +274,7 @@ static inline uint32_t xenhsa_check_event_create_req(const struct xenhsa_event_c
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_event_wait_req(const struct xenhsa_event_wait_req *r)
-{
+static inline uint32_t xenhsa_check_event_wait_req(const struct xenhsa_event_wait_req* r) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
@@ -286,57 +294,61 @@ static inline uint32_t xenhsa_check_event_wait_req(const struct xenhsa_event_wai
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t
-xenhsa_check_event_wait_cancel_req(const struct xenhsa_event_wait_cancel_req *r)
-{
+static inline uint32_t xenhsa_check_event_wait_cancel_req(
+    const struct xenhsa_event_wait_cancel_req* r) {
     return r->pad != 0 ? XENHSA_STATUS_BAD_PAD : XENHSA_STATUS_OK;
 }
 
 /* Copies the payload into a typed local, then checks it. */
-#define XENHSA_CHECK_AS_(type, fn)                                               \
-    do {                                                                         \
-        type typed_;                                                             \
-        memcpy(&typed_, payload, sizeof typed_);                                 \
-        return fn(&typed_);                                                      \
+#define XENHSA_CHECK_AS_(type, fn)               \
+    do {                                         \
+        type typed_;                             \
+        memcpy(&typed_, payload, sizeof typed_); \
+        return fn(&typed_);                      \
     } while (0)
 
 /* The payload of a request whose header passed xenhsa_check_req_hdr. */
-static inline uint32_t xenhsa_check_req_payload(uint32_t cmd, const void *payload)
-{
+static inline uint32_t xenhsa_check_req_payload(uint32_t cmd, const void* payload) {
     switch (cmd) {
-    case XENHSA_CMD_HELLO: XENHSA_CHECK_AS_(struct xenhsa_hello_req, xenhsa_check_hello_req);
-    case XENHSA_CMD_QUERY: XENHSA_CHECK_AS_(struct xenhsa_query_req, xenhsa_check_query_req);
-    case XENHSA_CMD_MAP: XENHSA_CHECK_AS_(struct xenhsa_map_req, xenhsa_check_map_req);
-    case XENHSA_CMD_LEND: XENHSA_CHECK_AS_(struct xenhsa_lend_req, xenhsa_check_lend_req);
-    case XENHSA_CMD_PIN: XENHSA_CHECK_AS_(struct xenhsa_pin_req, xenhsa_check_pin_req);
-    case XENHSA_CMD_MAP_TO_GPU:
-        XENHSA_CHECK_AS_(struct xenhsa_map_to_gpu_req, xenhsa_check_map_to_gpu_req);
-    case XENHSA_CMD_ALLOC: XENHSA_CHECK_AS_(struct xenhsa_alloc_req, xenhsa_check_alloc_req);
-    case XENHSA_CMD_QUEUE_CREATE:
-        XENHSA_CHECK_AS_(struct xenhsa_queue_create_req, xenhsa_check_queue_create_req);
-    case XENHSA_CMD_EVENT_CREATE:
-        XENHSA_CHECK_AS_(struct xenhsa_event_create_req, xenhsa_check_event_create_req);
-    case XENHSA_CMD_EVENT_WAIT:
-        XENHSA_CHECK_AS_(struct xenhsa_event_wait_req, xenhsa_check_event_wait_req);
-    case XENHSA_CMD_EVENT_WAIT_CANCEL:
-        XENHSA_CHECK_AS_(struct xenhsa_event_wait_cancel_req,
-                         xenhsa_check_event_wait_cancel_req);
-    case XENHSA_CMD_UNMAP:
-    case XENHSA_CMD_UNPIN:
-    case XENHSA_CMD_UNMAP_FROM_GPU:
-    case XENHSA_CMD_FREE:
-    case XENHSA_CMD_QUEUE_DESTROY:
-    case XENHSA_CMD_EVENT_DESTROY:
-    case XENHSA_CMD_EVENT_SET:
-    case XENHSA_CMD_EVENT_RESET:
-        XENHSA_CHECK_AS_(struct xenhsa_handle_req, xenhsa_check_handle_req);
-    default: return XENHSA_STATUS_BAD_COMMAND;
+        case XENHSA_CMD_HELLO:
+            XENHSA_CHECK_AS_(struct xenhsa_hello_req, xenhsa_check_hello_req);
+        case XENHSA_CMD_QUERY:
+            XENHSA_CHECK_AS_(struct xenhsa_query_req, xenhsa_check_query_req);
+        case XENHSA_CMD_MAP:
+            XENHSA_CHECK_AS_(struct xenhsa_map_req, xenhsa_check_map_req);
+        case XENHSA_CMD_LEND:
+            XENHSA_CHECK_AS_(struct xenhsa_lend_req, xenhsa_check_lend_req);
+        case XENHSA_CMD_PIN:
+            XENHSA_CHECK_AS_(struct xenhsa_pin_req, xenhsa_check_pin_req);
+        case XENHSA_CMD_MAP_TO_GPU:
+            XENHSA_CHECK_AS_(struct xenhsa_map_to_gpu_req, xenhsa_check_map_to_gpu_req);
+        case XENHSA_CMD_ALLOC:
+            XENHSA_CHECK_AS_(struct xenhsa_alloc_req, xenhsa_check_alloc_req);
+        case XENHSA_CMD_QUEUE_CREATE:
+            XENHSA_CHECK_AS_(struct xenhsa_queue_create_req, xenhsa_check_queue_create_req);
+        case XENHSA_CMD_EVENT_CREATE:
+            XENHSA_CHECK_AS_(struct xenhsa_event_create_req, xenhsa_check_event_create_req);
+        case XENHSA_CMD_EVENT_WAIT:
+            XENHSA_CHECK_AS_(struct xenhsa_event_wait_req, xenhsa_check_event_wait_req);
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            XENHSA_CHECK_AS_(struct xenhsa_event_wait_cancel_req,
+                             xenhsa_check_event_wait_cancel_req);
+        case XENHSA_CMD_UNMAP:
+        case XENHSA_CMD_UNPIN:
+        case XENHSA_CMD_UNMAP_FROM_GPU:
+        case XENHSA_CMD_FREE:
+        case XENHSA_CMD_QUEUE_DESTROY:
+        case XENHSA_CMD_EVENT_DESTROY:
+        case XENHSA_CMD_EVENT_SET:
+        case XENHSA_CMD_EVENT_RESET:
+            XENHSA_CHECK_AS_(struct xenhsa_handle_req, xenhsa_check_handle_req);
+        default:
+            return XENHSA_STATUS_BAD_COMMAND;
     }
 }
 
 /* A whole request slot (a private copy): header first, then payload. */
-static inline uint32_t xenhsa_check_req(const struct xenhsa_req_slot *copy)
-{
+static inline uint32_t xenhsa_check_req(const struct xenhsa_req_slot* copy) {
     const uint32_t status = xenhsa_check_req_hdr(&copy->hdr);
     return status != XENHSA_STATUS_OK ? status
                                       : xenhsa_check_req_payload(copy->hdr.cmd, copy->payload);
@@ -346,8 +358,7 @@ static inline uint32_t xenhsa_check_req(const struct xenhsa_req_slot *copy)
  * Response header, checked by the frontend against the command it sent with that seqno:
  * length past the slot or not the command's, unknown status, nonzero pad.
  */
-static inline uint32_t xenhsa_check_rsp_hdr(const struct xenhsa_rsp_hdr *h, uint32_t cmd)
-{
+static inline uint32_t xenhsa_check_rsp_hdr(const struct xenhsa_rsp_hdr* h, uint32_t cmd) {
     const uint32_t full = xenhsa_rsp_len(cmd);
     const int has_payload = h->status == XENHSA_STATUS_OK || cmd == XENHSA_CMD_HELLO;
     if (full == XENHSA_LEN_UNKNOWN) {
@@ -369,9 +380,8 @@ static inline uint32_t xenhsa_check_rsp_hdr(const struct xenhsa_rsp_hdr *h, uint
  * Response payloads, checked by the frontend on its private copy: the backend is a peer
  * too (XSA-396). `req` is the request the frontend sent with that seqno.
  */
-static inline uint32_t xenhsa_check_hello_rsp(const struct xenhsa_hello_rsp *r,
-                                              const struct xenhsa_hello_req *req)
-{
+static inline uint32_t xenhsa_check_hello_rsp(const struct xenhsa_hello_rsp* r,
+                                              const struct xenhsa_hello_req* req) {
     if ((r->features & ~req->features) != 0 || r->ring_slots == 0 ||
         (r->ring_slots & (r->ring_slots - 1u)) != 0 ||
         r->ring_slots > XENHSA_RING_SLOTS(XENHSA_RING_MAX_ORDER) ||
@@ -384,9 +394,8 @@ static inline uint32_t xenhsa_check_hello_rsp(const struct xenhsa_hello_rsp *r,
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_query_rsp(const struct xenhsa_query_rsp *r,
-                                              const struct xenhsa_query_req *req)
-{
+static inline uint32_t xenhsa_check_query_rsp(const struct xenhsa_query_rsp* r,
+                                              const struct xenhsa_query_req* req) {
     if (r->chunk_len > XENHSA_QUERY_CHUNK_MAX || r->total_len > XENHSA_PAGE_SIZE ||
         req->offset > r->total_len || r->chunk_len > r->total_len - req->offset) {
         return XENHSA_STATUS_BAD_LENGTH;
@@ -397,9 +406,8 @@ static inline uint32_t xenhsa_check_query_rsp(const struct xenhsa_query_rsp *r,
     return XENHSA_STATUS_OK;
 }
 
-static inline uint32_t xenhsa_check_lend_rsp(const struct xenhsa_lend_rsp *r,
-                                             const struct xenhsa_lend_req *req)
-{
+static inline uint32_t xenhsa_check_lend_rsp(const struct xenhsa_lend_rsp* r,
+                                             const struct xenhsa_lend_req* req) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }
@@ -412,8 +420,7 @@ static inline uint32_t xenhsa_check_lend_rsp(const struct xenhsa_lend_rsp *r,
     return xenhsa_check_gref_list_(r->npages, r->flags, r->nrefs, r->gref);
 }
 
-static inline uint32_t xenhsa_check_queue_create_rsp(const struct xenhsa_queue_create_rsp *r)
-{
+static inline uint32_t xenhsa_check_queue_create_rsp(const struct xenhsa_queue_create_rsp* r) {
     if (r->pad != 0) {
         return XENHSA_STATUS_BAD_PAD;
     }

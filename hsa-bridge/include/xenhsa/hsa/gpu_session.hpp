@@ -12,8 +12,6 @@
 #ifndef XENHSA_HSA_GPU_SESSION_HPP
 #define XENHSA_HSA_GPU_SESSION_HPP
 
-#include <xenhsa/hsa/handle_table.hpp>
-#include <xenhsa/hsa/kfd_device.hpp>
 #include <xenhsa/proto/event.h>
 #include <xenhsa/proto/memory.h>
 #include <xenhsa/proto/queue.h>
@@ -21,25 +19,27 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <xenhsa/hsa/handle_table.hpp>
+#include <xenhsa/hsa/kfd_device.hpp>
 
 namespace xenhsa::hsa {
 
 struct SessionLimits {
-    uint32_t max_handles = 4096;       // PIN + ALLOC + QUEUE + EVENT handles together
+    uint32_t max_handles = 4096;  // PIN + ALLOC + QUEUE + EVENT handles together
     uint64_t max_pinned_pages = 1u << 20;
     uint64_t max_alloc_bytes = 1ull << 32;
     uint32_t max_queues = 64;
     uint32_t max_events = 1024;
-    uint32_t max_waits = 64;           // EVENT_WAITs pending at once
+    uint32_t max_waits = 64;  // EVENT_WAITs pending at once
 };
 
 struct SessionStats {
-    uint64_t pinned_pages = 0; // pages registered with the device (deferred ones included)
+    uint64_t pinned_pages = 0;  // pages registered with the device (deferred ones included)
     uint64_t alloc_bytes = 0;
     uint32_t queues = 0;
     uint32_t events = 0;
-    uint32_t handles = 0;      // live guest handles
-    uint32_t deferred = 0;     // releases waiting for a queue to go
+    uint32_t handles = 0;   // live guest handles
+    uint32_t deferred = 0;  // releases waiting for a queue to go
 };
 
 // Why a wait ended.
@@ -51,12 +51,12 @@ public:
     //   EBADF   unknown, stale or other-kind handle      EDQUOT  a SessionLimits quota
     //   EFAULT  a queue's ring/rptr/wptr is not in GPU-mapped memory of this session
     //   EINVAL  a size, flag or range the session refuses
-    GpuSession(KfdDevice &device, SessionLimits limits);
-    ~GpuSession(); // teardown()
-    GpuSession(const GpuSession &) = delete;
-    GpuSession &operator=(const GpuSession &) = delete;
+    GpuSession(KfdDevice& device, SessionLimits limits);
+    ~GpuSession();  // teardown()
+    GpuSession(const GpuSession&) = delete;
+    GpuSession& operator=(const GpuSession&) = delete;
 
-    [[nodiscard]] KfdDevice &device() noexcept;
+    [[nodiscard]] KfdDevice& device() noexcept;
 
     // PIN: the caller has checked that [va, va + size) lies in this guest's MAPs, writable
     // unless XENHSA_PIN_READ_ONLY.
@@ -71,22 +71,25 @@ public:
 
     struct QueueCreated {
         Handle handle = 0;
-        uint32_t doorbell_index = 0; // < XENHSA_DOORBELLS_PER_PAGE
+        uint32_t doorbell_index = 0;  // < XENHSA_DOORBELLS_PER_PAGE
     };
-    Result<QueueCreated> create_queue(const xenhsa_queue_create_req &req);
+    // AQL or SDMA (XENHSA_QUEUE_*); a type the device cannot make: EOPNOTSUPP.
+    Result<QueueCreated> create_queue(const xenhsa_queue_create_req& req);
+    // KfdDevice::supports_queue_type for a XENHSA_QUEUE_* value (false for unknown ones).
+    [[nodiscard]] bool supports_queue_type(uint32_t type) noexcept;
     Result<void> destroy_queue(Handle queue);
     // The guest's doorbell page slot `index` holds `value`; unknown indices are ignored.
     void doorbell(uint32_t index, uint64_t value) noexcept;
     // KfdDevice::track_kicks of this session's device.
-    bool track_kicks(uint32_t *kick_requested) noexcept;
+    bool track_kicks(uint32_t* kick_requested) noexcept;
 
     struct EventCreated {
         Handle handle = 0;
         uint32_t event_id = 0;
         Va mailbox = 0;
     };
-    Result<EventCreated> create_event(const xenhsa_event_create_req &req);
-    Result<void> destroy_event(Handle event); // pending waits on it end as `cancelled`
+    Result<EventCreated> create_event(const xenhsa_event_create_req& req);
+    Result<void> destroy_event(Handle event);  // pending waits on it end as `cancelled`
     Result<void> set_event(Handle event);
     Result<void> reset_event(Handle event);
 

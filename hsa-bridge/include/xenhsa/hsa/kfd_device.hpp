@@ -12,28 +12,33 @@
 #ifndef XENHSA_HSA_KFD_DEVICE_HPP
 #define XENHSA_HSA_KFD_DEVICE_HPP
 
-#include <xenhsa/hsa/types.hpp>
 #include <xenhsa/proto/event.h>
 #include <xenhsa/proto/query.h>
 
 #include <functional>
 #include <span>
+#include <xenhsa/hsa/types.hpp>
 
 namespace xenhsa::hsa {
 
+// What a queue's ring holds: AQL packets (64 bytes; rptr/wptr are dispatch ids), or
+// SDMA packets (gfx9 SDMA v4; rptr/wptr are 64-bit monotonic byte indexes).
+enum class QueueType : uint8_t { compute_aql, sdma };
+
 struct QueueSpec {
+    QueueType type = QueueType::compute_aql;
     uint32_t node = 0;
-    uint32_t percentage = 100; // 0..100
-    int32_t priority = 0;      // XENHSA_QUEUE_PRIORITY_MIN..MAX
-    Va ring = 0;               // page aligned
-    uint64_t ring_size = 0;    // power of two, XENHSA_QUEUE_RING_MIN..MAX
-    Va rptr = 0;               // 8-byte aligned read dispatch id
-    Va wptr = 0;               // 8-byte aligned write dispatch id
-    EventId error_event = 0;   // signalled when the queue stops on an error; 0: none
+    uint32_t percentage = 100;  // 0..100
+    int32_t priority = 0;       // XENHSA_QUEUE_PRIORITY_MIN..MAX
+    Va ring = 0;                // page aligned
+    uint64_t ring_size = 0;     // power of two, XENHSA_QUEUE_RING_MIN..MAX
+    Va rptr = 0;                // 8-byte aligned read index (see QueueType)
+    Va wptr = 0;                // 8-byte aligned write index
+    EventId error_event = 0;    // signalled when the queue stops on an error; 0: none
 };
 
 struct EventSpec {
-    uint32_t type = XENHSA_EVENT_SIGNAL; // enum xenhsa_event_type
+    uint32_t type = XENHSA_EVENT_SIGNAL;  // enum xenhsa_event_type
     uint32_t node = 0;
     bool manual_reset = false;
     bool signaled = false;
@@ -41,8 +46,8 @@ struct EventSpec {
 
 struct EventInfo {
     EventId id = 0;
-    uint32_t event_id = 0; // for amd_signal_t.event_id
-    Va mailbox = 0;        // for amd_signal_t.event_mailbox_ptr; 0 when none
+    uint32_t event_id = 0;  // for amd_signal_t.event_id
+    Va mailbox = 0;         // for amd_signal_t.event_mailbox_ptr; 0 when none
 };
 
 // A GPU memory fault that stopped a queue. The device stops only that queue, signals
@@ -79,24 +84,27 @@ public:
     virtual Result<void> map_to_gpu(Va va, uint64_t node_mask, bool read_only) = 0;
     virtual Result<void> unmap_from_gpu(Va va) = 0;
 
-    // --- AQL queues
-    virtual Result<QueueId> create_queue(const QueueSpec &spec) = 0;
+    // --- queues
+    // Whether create_queue can make queues of this type (others: EOPNOTSUPP).
+    virtual bool supports_queue_type(QueueType type) noexcept {
+        return type == QueueType::compute_aql;
+    }
+    virtual Result<QueueId> create_queue(const QueueSpec& spec) = 0;
     virtual Result<void> destroy_queue(QueueId queue) = 0;
-    // The guest stored `value` (its new write dispatch id) in this queue's doorbell.
+    // The guest stored `value` (its new write index) in this queue's doorbell.
     virtual Result<void> ring_doorbell(QueueId queue, uint64_t value) = 0;
     // Doorbell kicks (protocol doorbell.h). A device that polls the write pointers of its
     // busy queues keeps `*kick_requested` (the guest's doorbell page word) at 1 while any
     // queue sleeps and 0 while all poll, and returns true; it stops touching a word when
     // track_kicks is called again (nullptr: none). A device that needs every doorbell, as
     // hardware does, returns false: the caller keeps the word at 1.
-    virtual bool track_kicks(uint32_t *kick_requested) noexcept
-    {
+    virtual bool track_kicks(uint32_t* kick_requested) noexcept {
         (void)kick_requested;
         return false;
     }
 
     // --- events
-    virtual Result<EventInfo> create_event(const EventSpec &spec) = 0;
+    virtual Result<EventInfo> create_event(const EventSpec& spec) = 0;
     virtual Result<void> destroy_event(EventId event) = 0;
     virtual Result<void> set_event(EventId event) = 0;
     virtual Result<void> reset_event(EventId event) = 0;
@@ -108,7 +116,7 @@ public:
 
     // --- faults
     // Called from any thread, once per fault; set before the first queue is created.
-    using FaultHandler = std::function<void(const GpuFault &)>;
+    using FaultHandler = std::function<void(const GpuFault&)>;
     virtual void set_fault_handler(FaultHandler handler) = 0;
 };
 

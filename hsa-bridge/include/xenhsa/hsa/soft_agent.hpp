@@ -1,5 +1,5 @@
-// The software GPU agent: a KfdDevice that runs AQL queues on the CPU. It is the GPU when
-// the host has no /dev/kfd (CI, development machines).
+// The software GPU agent: a KfdDevice that runs AQL and SDMA queues on the CPU. It is the
+// GPU when the host has no /dev/kfd (CI, development machines).
 //
 // What it models:
 //   * one GPU address space per agent (i.e. per guest). The GPU reaches only memory that
@@ -18,20 +18,37 @@
 //     shared by the agent's queues, barrier-AND, barrier-OR, the barrier bit, fence
 //     scopes and completion signals (amd_signal_t). Dispatches without the barrier bit
 //     may overlap; the read index advances in order as packets are fetched.
+//     AMD's vendor-specific PM4 indirect-buffer packet (ROCr's cache invalidations) is
+//     the no-op it means here: retired, its completion signal decremented; other vendor
+//     formats are invalid packets.
+//   * an SDMA engine per SDMA queue (one thread each; sdma_queue.hpp): the gfx9 "SDMA v4"
+//     packets ROCr's BlitSdmaV4 writes (copy, copy-rect, fill, fence, trap, poll, atomic
+//     add, timestamp, and the cache/HDP flushes as no-ops), over a ring of bytes with
+//     64-bit monotonic byte read/write indexes.
 //   * KFD events, with KFD's manual/auto-reset semantics.
-//   * doorbells: a busy queue polls its write pointer; one about to sleep asks for kicks
-//     through the word given to track_kicks (protocol doorbell.h), re-checks, then sleeps
-//     until ring_doorbell.
+//   * doorbells without kicks: ROCr in a guest only stores its write index (and the
+//     doorbell slot) and never kicks, so a queue that runs out of work polls its write
+//     pointer: it spins `idle_spin` polls, then sleeps in steps that double from
+//     `idle_backoff_min` to `idle_backoff_max`, re-checking after each; after
+//     `idle_block_after` of idleness it asks for kicks through the word given to
+//     track_kicks (protocol doorbell.h), re-checks, and sleeps until ring_doorbell, but
+//     re-checks every `idle_block_recheck` all the same. A doorbell returns it to the
+//     spin phase. The trade-off: shorter backoffs and a shorter recheck serve a producer
+//     that never kicks sooner, at the price of wakeups (an idle queue costs about
+//     1000 / idle_block_recheck_ms of them a second once blocked).
 //
-// Topology: node 0 is a CPU node (system memory), node 1 the GPU node (queues run
-// there; device-local memory lives there; GPU mappings name it: node_mask bit 1).
-// XNACK is off. Events have no agent mailbox (mailbox 0); a completion signal whose
-// event_id names a live event sets that event, and one with event_mailbox_ptr != 0 also
-// gets event_id stored there (8 bytes, a GPU write).
+// Topology: node 0 is a CPU node (system memory, an L1 data cache), node 1 the GPU node
+// (queues run there; device-local memory lives there; GPU mappings name it: node_mask
+// bit 1) with the memory banks ROCr 5.2.3 expects: FB_PRIVATE (device-local memory the
+// guest CPU cannot reach through Xen), LDS and SCRATCH apertures. Its ISA is
+// SoftAgentOptions::gfx. XNACK is off. Events have no agent mailbox (mailbox 0); a
+// completion signal whose event_id names a live event sets that event, and one with
+// event_mailbox_ptr != 0 also gets event_id stored there (8 bytes, a GPU write).
 //
 // Not modelled: queue priority and CU percentage other than 0 (a queue created at 0%
-// is inactive, as on KFD), profiling timestamps, agent dispatch, vendor packets (AMD
-// barrier-value: an invalid packet, which stops the queue like any unknown type).
+// is inactive, as on KFD), profiling timestamps of AQL packets, agent dispatch, other
+// vendor packets (AMD barrier-value: an invalid packet, which stops the queue like any
+// unknown type), SDMA atomics other than 64-bit add, byte swapping.
 //
 // Threads: the backend calls from one thread; wait_events may run concurrently on other
 // threads; queues run on agent threads. The FaultHandler runs on the faulting queue's
@@ -40,20 +57,38 @@
 #ifndef XENHSA_HSA_SOFT_AGENT_HPP
 #define XENHSA_HSA_SOFT_AGENT_HPP
 
-#include <xenhsa/hsa/kfd_device.hpp>
-
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
+#include <xenhsa/hsa/kfd_device.hpp>
 
 namespace xenhsa::hsa {
 
+// The GPU ISA the agent reports (HSA_ENGINE_ID and amd_name). It only names the target
+// ROCr sees; the agent runs its built-in kernels whatever it is.
+enum class SoftGfx : uint8_t { gfx900, gfx906, gfx908, gfx90a };
+
+// "gfx900", "gfx906", "gfx908", "gfx90a"; nullopt for anything else.
+std::optional<SoftGfx> parse_soft_gfx(std::string_view name) noexcept;
+const char* soft_gfx_name(SoftGfx gfx) noexcept;
+
 struct SoftAgentOptions {
-    uint32_t worker_threads = 2;          // workgroup workers shared by all queues (>= 1)
-    uint64_t local_mem_size = 1ull << 30; // device-local bytes alloc may hand out
-    uint32_t max_queues = 128;            // ENOMEM beyond
-    uint32_t max_events = 4096;           // ENOMEM beyond (KFD's signal event limit)
-    uint32_t max_inflight_dispatches = 4; // per queue, overlapping dispatches (>= 1)
-    uint32_t idle_spin = 256;             // wptr polls before an idle queue sleeps
+    uint32_t worker_threads = 2;           // workgroup workers shared by all queues (>= 1)
+    uint64_t local_mem_size = 1ull << 30;  // device-local bytes alloc may hand out
+    uint32_t max_queues = 128;             // ENOMEM beyond
+    uint32_t max_events = 4096;            // ENOMEM beyond (KFD's signal event limit)
+    uint32_t max_inflight_dispatches = 4;  // per queue, overlapping dispatches (>= 1)
+    // An idle queue (see above): wptr polls in a row, then sleeps from backoff_min
+    // doubling to backoff_max, then after block_after it asks for kicks and re-checks
+    // only every block_recheck (or on a doorbell).
+    uint32_t idle_spin = 256;
+    std::chrono::microseconds idle_backoff_min{20};
+    std::chrono::microseconds idle_backoff_max{2000};
+    std::chrono::milliseconds idle_block_after{250};
+    std::chrono::milliseconds idle_block_recheck{20};
+    SoftGfx gfx = SoftGfx::gfx900;
 };
 
 // The GPU node's id and its bit in map_to_gpu's node_mask.

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <xenhsa/backend/core/doorbell_watch.hpp>
 #include <xenhsa/backend/core/quotas.hpp>
 #include <xenhsa/backend/core/result.hpp>
 #include <xenhsa/backend/core/ring_server.hpp>
@@ -33,8 +34,9 @@ struct GuestPages {
 
 struct GuestOptions {
     Quotas quotas;
-    uint64_t features = XENHSA_FEATURES_V1;
+    uint64_t features = XENHSA_FEATURES_KNOWN;
     uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
+    DoorbellPollPolicy doorbell_poll;  // used when the GPU seam does not track kicks
 };
 
 // The guest must be disconnected (ring overflow, notify backlog full, event channel
@@ -46,7 +48,8 @@ public:
     // Builds the session and the ring, sets be_alive = 1 in the ring header (the caller
     // mapped the first ring page with the unmap notification on it), hands the doorbell
     // page's kick_requested word to a GPU seam that tracks kicks or else sets it for good
-    // (the GPU side is then driven by kicks alone), starts waiting on
+    // (the GPU side is then driven by kicks, and by a DoorbellWatch that polls the page
+    // while queues exist, for guests that never kick), starts waiting on
     // `events.fd()` and runs a first pass for requests published before the bind. EINVAL
     // for pages that do not fit the order. `events` must outlive the core.
     static Result<std::unique_ptr<GuestCore>> start(boost::asio::io_context& io,
@@ -62,6 +65,8 @@ public:
     GuestCore& operator=(const GuestCore&) = delete;
 
     [[nodiscard]] Stats stats() const noexcept { return session_->stats(); }
+    // The doorbell watch, or null when the GPU seam tracks kicks (or there is none).
+    [[nodiscard]] const DoorbellWatch* doorbell_watch() const noexcept;
     // The operator's revoke of everything; the connection stays up.
     void revoke_all() noexcept;
     bool revoke_handle(hsa::Handle handle) noexcept;

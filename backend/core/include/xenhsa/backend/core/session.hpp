@@ -46,7 +46,7 @@ struct SessionOptions {
     Quotas quotas;
     // The most this backend grants; HELLO grants the request's bits within it that the
     // seams support.
-    uint64_t features = XENHSA_FEATURES_V1;
+    uint64_t features = XENHSA_FEATURES_KNOWN;
     uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
     xenhsa_notify_page* notify_page = nullptr;  // may be attached later
 };
@@ -83,8 +83,12 @@ public:
     uint32_t enforce_quotas(const Quotas& quotas) noexcept;
 
     // The guest rang doorbells: each live queue's slot is read once and forwarded to the
-    // GPU session when it changed.
-    void doorbells(const xenhsa_doorbell_page& page) noexcept;
+    // GPU session when it changed. Returns how many were forwarded.
+    uint32_t doorbells(const xenhsa_doorbell_page& page) noexcept;
+    // Whether the guest has a live queue (whose doorbell may move).
+    [[nodiscard]] bool has_queues() const noexcept;
+    // The doorbell watch's polls (guest_core.hpp), for stats().
+    void count_doorbell_polls(uint64_t polls) noexcept { doorbell_polls_ += polls; }
 
     [[nodiscard]] Stats stats() const noexcept;
     [[nodiscard]] State state() const noexcept { return state_; }
@@ -159,6 +163,8 @@ private:
     uint64_t next_token_ = 0;
     ReplySink* async_sink_ = nullptr;
     std::array<uint64_t, XENHSA_DOORBELLS_PER_PAGE> doorbell_seen_{};
+    uint64_t doorbells_forwarded_ = 0;
+    uint64_t doorbell_polls_ = 0;
 };
 
 }  // namespace xenhsa::backend::core

@@ -14,10 +14,14 @@ struct Stats {
     uint64_t queues = 0;
     uint64_t events = 0;
     uint64_t handles = 0;  // live guest handles of every kind
+    // Doorbell slot changes forwarded to the GPU seam (kicks and the doorbell watch), and
+    // the watch's polls of the doorbell page (a GPU seam that does not track kicks).
+    uint64_t doorbells_forwarded = 0;
+    uint64_t doorbell_polls = 0;
 };
 
 // {"mapped_pages": .., "pinned_pages": .., "lent_pages": .., "queues": .., "events": ..,
-//  "handles": ..}
+//  "handles": .., "doorbells_forwarded": .., "doorbell_polls": ..}
 nlohmann::json stats_to_json(const Stats& stats);
 
 }  // namespace xenhsa::backend::core

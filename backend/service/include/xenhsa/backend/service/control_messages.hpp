@@ -18,7 +18,9 @@
 //
 //   <device> = {"domid":N,"devid":D,"state":"Connected","mapped_pages":..,
 //               "pinned_pages":..,"lent_pages":..,"queues":..,"events":..,"handles":..,
-//               "error":"...","worker_pid":P}   (error and worker_pid only when known)
+//               "doorbells_forwarded":..,"doorbell_polls":..,
+//               "error":"...","worker_pid":P}   (error and worker_pid only when known;
+//                                                the doorbell counters optional on reading)
 #ifndef XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 #define XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 

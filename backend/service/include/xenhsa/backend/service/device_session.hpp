@@ -27,6 +27,8 @@ struct DeviceStats {
     uint64_t queues = 0;
     uint64_t events = 0;
     uint64_t handles = 0;
+    uint64_t doorbells_forwarded = 0;  // doorbell changes given to the GPU seam
+    uint64_t doorbell_polls = 0;       // polls of the doorbell page (seams without kicks)
 };
 
 class DeviceSession {

@@ -1,6 +1,6 @@
 // The worker's GPU seam instance: one KfdDevice per worker process (on KFD, its own KFD
 // process and GPU address space). --gpu kfd: libhsakmt; soft: the software agent; auto:
-// kfd when /dev/kfd opens, else soft.
+// kfd when /dev/kfd opens, else soft. --soft-gfx: the ISA the software agent reports.
 #ifndef XENHSA_BACKEND_SERVICE_GPU_DEVICE_HPP
 #define XENHSA_BACKEND_SERVICE_GPU_DEVICE_HPP
 
@@ -19,8 +19,10 @@ struct OpenedGpu {
 
 // A readable error for a mode this build cannot serve, or nullopt.
 std::optional<std::string> check_gpu_mode(std::string_view mode);
-// nullopt with `error` set when the chosen seam cannot be opened.
-std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string& error);
+// nullopt with `error` set when the chosen seam cannot be opened. `soft_gfx` is used when
+// the seam is the software agent.
+std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
+                                  std::string& error);
 
 }  // namespace xenhsa::backend::service
 

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 #include <xenhsa/backend/service/device_session.hpp>
 
@@ -16,9 +17,14 @@ namespace xenhsa::backend::service {
 
 struct SessionConfig {
     std::string gpu_mode = "auto";      // auto | kfd | soft
+    std::string soft_gfx = "gfx900";    // the software agent's ISA: gfx900 | 906 | 908 | 90a
     std::filesystem::path config_file;  // JSON quotas; empty: defaults
     std::vector<std::string> settings;  // "key=value" overrides, in order
 };
+
+// A readable error for a software agent target (--soft-gfx) that does not exist, or
+// nullopt.
+std::optional<std::string> check_soft_gfx(std::string_view target);
 
 // A readable description of what is wrong with `config`, or nullopt. Opens nothing: the
 // supervisor checks its options with this before it starts any worker.
