@@ -43,6 +43,7 @@
 
 #include "fuzz_check.hpp"
 #include "fuzz_input.hpp"
+#include "queue_fuzz_support.hpp"
 
 namespace xenhsa::fuzz {
 namespace {
@@ -61,39 +62,6 @@ constexpr uint8_t kReadOnlyByte = 0x5A;
 // Letting the queue run: it is quiet when caught up, stopped, or stuck this long.
 constexpr auto kStuck = std::chrono::milliseconds(15);
 constexpr auto kRunCap = std::chrono::seconds(2);
-
-std::size_t threads() {
-    std::size_t n = 0;
-    if (DIR* d = ::opendir("/proc/self/task")) {
-        while (::readdir(d) != nullptr) {
-            ++n;
-        }
-        ::closedir(d);
-    }
-    return n;
-}
-
-class FaultLog {
-public:
-    void record(const hsa::GpuFault& f, uint64_t rptr) {
-        std::lock_guard lock(mutex_);
-        faults_.push_back(f);
-        rptr_at_fault_ = rptr;
-    }
-    std::vector<hsa::GpuFault> faults() const {
-        std::lock_guard lock(mutex_);
-        return faults_;
-    }
-    uint64_t rptr_at_fault() const {
-        std::lock_guard lock(mutex_);
-        return rptr_at_fault_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<hsa::GpuFault> faults_;
-    uint64_t rptr_at_fault_ = 0;
-};
 
 class Rig {
 public:

@@ -23,8 +23,6 @@
 //   * the other queue goes on: a fence on it lands afterwards;
 //   * destroying the queue releases its memory (unmap and deregister succeed), and
 //     destroying the agent ends every thread it started.
-#include <dirent.h>
-
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -39,6 +37,7 @@
 
 #include "fuzz_check.hpp"
 #include "fuzz_input.hpp"
+#include "queue_fuzz_support.hpp"
 
 namespace xenhsa::fuzz {
 namespace {
@@ -56,39 +55,6 @@ constexpr uint8_t kCanaryByte = 0xC3;
 constexpr uint8_t kReadOnlyByte = 0x5A;
 constexpr auto kStuck = std::chrono::milliseconds(15);
 constexpr auto kRunCap = std::chrono::seconds(2);
-
-std::size_t threads() {
-    std::size_t n = 0;
-    if (DIR* d = ::opendir("/proc/self/task")) {
-        while (::readdir(d) != nullptr) {
-            ++n;
-        }
-        ::closedir(d);
-    }
-    return n;
-}
-
-class FaultLog {
-public:
-    void record(const hsa::GpuFault& f, uint64_t rptr) {
-        std::lock_guard lock(mutex_);
-        faults_.push_back(f);
-        rptr_at_fault_ = rptr;
-    }
-    std::vector<hsa::GpuFault> faults() const {
-        std::lock_guard lock(mutex_);
-        return faults_;
-    }
-    uint64_t rptr_at_fault() const {
-        std::lock_guard lock(mutex_);
-        return rptr_at_fault_;
-    }
-
-private:
-    mutable std::mutex mutex_;
-    std::vector<hsa::GpuFault> faults_;
-    uint64_t rptr_at_fault_ = 0;
-};
 
 class Rig {
 public:

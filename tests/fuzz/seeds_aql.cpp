@@ -2,6 +2,7 @@
 #include <hsa/hsa.h>
 #include <xenhsa/hsa/builtin_kernels.h>
 
+#include "queue_fuzz_support.hpp"
 #include "seeds.hpp"
 
 namespace xenhsa::fuzz {
@@ -50,7 +51,7 @@ hsa_kernel_dispatch_packet_t dispatch(uint32_t kernel, uint64_t kernarg, uint32_
     return p;
 }
 
-class Script {
+class Script : public QueueScript<Script, Op> {
 public:
     explicit Script(uint8_t config = 0) { b_.u8(config); }
     template <class Packet>
@@ -77,23 +78,6 @@ public:
         b_.u8(kHostStore).u8(i).u8(static_cast<uint8_t>(v));
         return *this;
     }
-    Script& op(Op o) {
-        b_.u8(o);
-        return *this;
-    }
-    Script& run() { return op(kPublish).op(kRun); }
-    Script& raw_wptr(uint64_t v) {
-        b_.u8(kRawWptr).u64(v);
-        return *this;
-    }
-    Script& doorbell(uint64_t v) {
-        b_.u8(kDoorbell).u64(v);
-        return *this;
-    }
-    [[nodiscard]] const std::vector<uint8_t>& bytes() const { return b_.bytes(); }
-
-private:
-    SeedBytes b_;
 };
 
 }  // namespace

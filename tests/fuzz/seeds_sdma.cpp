@@ -1,6 +1,7 @@
 // Seeds of the "sdma" target (input format: sdma_fuzz.cpp, Rig::step).
 #include <xenhsa/hsa/soft_testing/sdma_producer.hpp>
 
+#include "queue_fuzz_support.hpp"
 #include "seeds.hpp"
 
 namespace xenhsa::fuzz {
@@ -21,7 +22,7 @@ constexpr uint64_t at(uint64_t region, uint64_t offset) {
     return (uint64_t{0xA5A5} << 48) | (region << 40) | offset;
 }
 
-class Script {
+class Script : public QueueScript<Script, Op> {
 public:
     explicit Script(uint8_t config = 0) { b_.u8(config); }
     Script& packet(const SdmaPacket& dwords, uint8_t mode = kRelocate | kPad) {
@@ -42,23 +43,6 @@ public:
         b_.u8(kHostStore).u16(word).u32(value);
         return *this;
     }
-    Script& op(Op o) {
-        b_.u8(o);
-        return *this;
-    }
-    Script& run() { return op(kPublish).op(kRun); }
-    Script& raw_wptr(uint64_t v) {
-        b_.u8(kRawWptr).u64(v);
-        return *this;
-    }
-    Script& doorbell(uint64_t v) {
-        b_.u8(kDoorbell).u64(v);
-        return *this;
-    }
-    [[nodiscard]] const std::vector<uint8_t>& bytes() const { return b_.bytes(); }
-
-private:
-    SeedBytes b_;
 };
 
 }  // namespace
