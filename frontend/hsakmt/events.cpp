@@ -65,6 +65,7 @@ Result<HsaEvent*> Events::create(const HsaEventDescriptor& desc, bool manual_res
     }
     Entry entry;
     entry.handle = created.value().handle;
+    entry.type = type;
     uint64_t mailbox = created.value().mailbox_va;
     if (mailbox == 0) {
         auto slot = mailbox_slot(entry.slot);
@@ -128,7 +129,40 @@ Result<std::vector<Handle>> Events::handles_of(std::span<HsaEvent* const> events
     return handles;
 }
 
+void Events::fill_memory_faults(std::span<HsaEvent* const> events) {
+    for (const xenhsa_notify& record : client_.take_notifications()) {
+        if (record.type == XENHSA_NOTIFY_GPU_FAULT) {
+            last_fault_ = record.arg0;
+        }
+    }
+    if (!last_fault_) {
+        return;  // a memory event set without a fault is no fault to report
+    }
+    for (HsaEvent* const event : events) {
+        auto it = events_.find(event);
+        if (it == events_.end() || it->second.type != XENHSA_EVENT_MEMORY) {
+            continue;
+        }
+        // What KFD's memory exception data gives: the queue stopped for good, so the
+        // process cannot go on (ROCr's wait-any returns on this flag and aborts).
+        HsaMemoryAccessFault& fault = event->EventData.EventData.MemoryAccessFault;
+        fault = HsaMemoryAccessFault{};
+        fault.NodeId = topology_.first_gpu();
+        fault.VirtualAddress = *last_fault_;
+        fault.Failure.NotPresent = 1;  // the GPU may not reach that address
+        fault.Flags = HSA_EVENTID_MEMORY_FATAL_PROCESS;
+    }
+}
+
 Result<void> Events::wait(std::span<HsaEvent* const> events, bool all, uint32_t timeout_ms) {
+    auto waited = wait_events(events, all, timeout_ms);
+    if (waited) {
+        fill_memory_faults(events);
+    }
+    return waited;
+}
+
+Result<void> Events::wait_events(std::span<HsaEvent* const> events, bool all, uint32_t timeout_ms) {
     if (events.empty()) {
         return err(std::errc::invalid_argument);
     }

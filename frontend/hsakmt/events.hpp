@@ -8,6 +8,10 @@
 // Waits are EVENT_WAITs: the calling thread blocks on the event channel (SerialLink), so
 // a thread in hsaKmtWaitOnEvent costs no CPU. More than XENHSA_WAIT_MAX_EVENTS events are
 // waited for as several EVENT_WAITs at once, the rest cancelled when one is answered.
+//
+// A GPU memory fault sets the backend's memory events (as KFD does); a wait that sees
+// one fire fills its MemoryAccessFault from the GPU_FAULT notification, the way the
+// thunk fills it from KFD's event data, so ROCr's VM-fault handler reports the address.
 #ifndef XENHSA_FRONTEND_HSAKMT_EVENTS_HPP
 #define XENHSA_FRONTEND_HSAKMT_EVENTS_HPP
 
@@ -15,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 #include <xenhsa/frontend/client.hpp>
@@ -44,19 +49,24 @@ public:
 private:
     struct Entry {
         std::unique_ptr<HsaEvent> event;
+        uint32_t type = 0;  // enum xenhsa_event_type
         Handle handle = 0;
         int32_t slot = -1;  // events-page slot, or -1
     };
 
     Result<uint64_t> mailbox_slot(int32_t& slot);
     Result<std::vector<Handle>> handles_of(std::span<HsaEvent* const> events) const;
+    Result<void> wait_events(std::span<HsaEvent* const> events, bool all, uint32_t timeout_ms);
     Result<void> wait_any(std::span<const Handle> handles, uint32_t timeout_ms);
+    // After a wait: memory events among `events` get the last GPU fault's data.
+    void fill_memory_faults(std::span<HsaEvent* const> events);
 
     Client& client_;
     Memory& memory_;
     const Topology& topology_;
     std::map<const HsaEvent*, Entry> events_;
-    uint64_t page_ = 0;  // the events page (allocated on first use)
+    uint64_t page_ = 0;                   // the events page (allocated on first use)
+    std::optional<uint64_t> last_fault_;  // address of the last GPU_FAULT notification
     std::vector<bool> slots_;
 };
 

@@ -281,6 +281,9 @@ void SoftAgent::queue_failed(QueueId queue, EventId error_event, std::optional<V
     if (error_event != 0) {
         (void)events_.set(error_event);  // ENOENT: the guest destroyed it meanwhile
     }
+    if (fault) {
+        events_.set_memory_events();
+    }
 }
 
 std::unique_ptr<KfdDevice> make_soft_agent(SoftAgentOptions options) {

@@ -37,6 +37,7 @@ Result<EventInfo> EventTable::create(const EventSpec &spec)
     try {
         Event event;
         event.event_id = event_id;
+        event.type = spec.type;
         event.manual_reset = spec.manual_reset;
         event.signaled = spec.signaled;
         events_.emplace(id, std::move(event));
@@ -106,6 +107,16 @@ void EventTable::set_by_event_id(uint32_t event_id) noexcept
         return;
     }
     signal_locked(id->second, events_.at(id->second));
+}
+
+void EventTable::set_memory_events() noexcept
+{
+    std::lock_guard lock(mutex_);
+    for (auto &[id, event] : events_) {
+        if (event.type == XENHSA_EVENT_MEMORY) {
+            signal_locked(id, event);
+        }
+    }
 }
 
 Result<void> EventTable::reset(EventId id)

@@ -39,6 +39,9 @@ public:
     // An event named by the event_id of a signal the GPU completed; unknown ids are
     // ignored, as KFD ignores interrupts for events that are gone.
     void set_by_event_id(uint32_t event_id) noexcept;
+    // A GPU memory fault: every event of type XENHSA_EVENT_MEMORY is set, as KFD signals
+    // a process's memory events on a VM fault (ROCr's VM-fault handler waits on one).
+    void set_memory_events() noexcept;
     Result<uint32_t> wait(std::span<const EventId> events, bool all, uint32_t timeout_ms);
 
 private:
@@ -49,6 +52,7 @@ private:
     };
     struct Event {
         uint32_t event_id = 0;
+        uint32_t type = 0;  // enum xenhsa_event_type
         bool manual_reset = false;
         bool signaled = false;
         std::vector<Waiter *> waiters;

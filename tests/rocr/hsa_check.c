@@ -9,6 +9,10 @@
  *                                     first, for a test that kills it mid-dispatch
  *   xenhsa-rocr-check --wait-ms MS    also: one thread waits on a signal that another sets
  *                                     after MS ms; prints the waiter's CPU time
+ *   xenhsa-rocr-check --fault         dispatches a read far past its buffer: ROCr's VM-fault
+ *                                     handler is expected to report it and abort the
+ *                                     process (SIGABRT), as on a GPU; a wait that times
+ *                                     out instead is a failed check
  *
  * Output: "check <name> ok|FAIL ...", "info ...", last "summary rocr-check ... result=ok".
  * Exit code 0 iff every check held.
@@ -114,6 +118,9 @@ struct fill_args {
 };
 struct vector_add_args {
     uint64_t a, b, c, n;
+};
+struct oob_read_args {
+    uint64_t src, index, dst;
 };
 
 struct ctx {
@@ -287,16 +294,36 @@ static void long_wait(unsigned delay_ms) {
     printf("info long-wait wall_ms=%.1f cpu_ms=%.2f cpu_share=%.4f\n", wall, cpu, cpu / wall);
 }
 
+/* Returns only if the fault went unnoticed. */
+static void fault(struct ctx* c) {
+    uint32_t* buffer = fine_alloc(c, 4096);
+    const uint64_t k_oob = kernel_object("OOB_READ");
+    if (!buffer || !k_oob) {
+        check("fault-setup", 0, "no buffer or no OOB_READ kernel");
+        return;
+    }
+    printf("info dispatching-fault\n");
+    fflush(stdout);
+    struct oob_read_args args = {(uintptr_t)buffer, 1u << 30, (uintptr_t)buffer};
+    const int completed = dispatch(c, k_oob, &args, sizeof args, 1);
+    check(
+        "fault-reported", 0,
+        completed ? "the faulting dispatch completed" : "ROCr's wait timed out: no fault reported");
+}
+
 int main(int argc, char** argv) {
     long repeat = 1;
     unsigned wait_ms = 0;
+    int do_fault = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--wait-ms") == 0 && i + 1 < argc) {
             wait_ms = (unsigned)strtoul(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--fault") == 0) {
+            do_fault = 1;
         } else {
-            fprintf(stderr, "usage: %s [--repeat N] [--wait-ms MS]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--repeat N] [--wait-ms MS] [--fault]\n", argv[0]);
             return 2;
         }
     }
@@ -336,6 +363,9 @@ int main(int argc, char** argv) {
         }
         if (wait_ms != 0) {
             long_wait(wait_ms);
+        }
+        if (do_fault) {
+            fault(&c);
         }
         check("queue-destroy", hsa_queue_destroy(c.queue) == HSA_STATUS_SUCCESS, "");
     }

@@ -196,6 +196,20 @@ TEST_F(Rocr, BlockedSignalWaitCostsTheGuestNoCpu) {
     EXPECT_LT(std::stod(*share), 0.02) << g.run.out;
 }
 
+// A GPU page fault sets the guest's memory events; ROCr's VM-fault handler, woken through
+// the guest libhsakmt, reports it and aborts the program, as it does on a real GPU.
+TEST_F(Rocr, GpuFaultEndsTheProgramAsOnAGpu) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--fault"});
+    EXPECT_TRUE(check_held(g.run, "vector-add"));
+    EXPECT_NE(g.run.out.find("info dispatching-fault"), std::string::npos) << g.run.out;
+    EXPECT_TRUE(WIFEXITED(g.run.status) && WEXITSTATUS(g.run.status) == 128 + SIGABRT)
+        << "exit status " << g.run.status << "\n"
+        << g.run.out;
+    EXPECT_EQ(g.run.out.find("check fault-reported FAIL"), std::string::npos) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
 TEST_F(Rocr, ProgramKilledMidDispatchLeavesNothingAndOthersGoOn) {
     auto other = start_guest({"vecadd", "--repeat", "0"});
     const auto other_line = other->wait_for_line("info repeating", kScenarioPatience);

@@ -107,6 +107,31 @@ TEST_F(FaultTest, ManyFaultingWorkgroupsAreReportedOnce)
     EXPECT_EQ(*stray.at<uint32_t>(), 0u);
 }
 
+// KFD signals a process's memory events on a VM fault; ROCr's VM-fault handler waits on
+// one (HSA_EVENTTYPE_MEMORY) and reports the fault. Signal events are left alone.
+TEST_F(FaultTest, PageFaultSetsEveryMemoryEvent)
+{
+    HostMemory stray(kPage);
+    GpuBuffer args(device(), kPage);
+    EventSpec memory_spec;
+    memory_spec.type = XENHSA_EVENT_MEMORY;
+    memory_spec.manual_reset = true;
+    auto vm_fault = device().create_event(memory_spec);
+    ASSERT_TRUE(vm_fault);
+    auto other_memory = device().create_event(memory_spec);
+    ASSERT_TRUE(other_memory);
+    const EventId signal = make_event();
+    AqlTestQueue queue(device(), QueueOptions{});
+    EXPECT_FALSE(fired(vm_fault.value().id, 0)) << "set before any fault";
+    const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{stray.va(), 16, 1, 0});
+    queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(16, 16), 0));
+    EXPECT_TRUE(fired(vm_fault.value().id));
+    EXPECT_TRUE(fired(other_memory.value().id));
+    EXPECT_FALSE(fired(signal, 50));
+    queue.destroy();
+    EXPECT_EQ(log().faults().size(), 1u);
+}
+
 TEST_F(FaultTest, StrayKernargAddress)
 {
     HostMemory stray(kPage);

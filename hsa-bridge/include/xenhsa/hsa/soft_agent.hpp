@@ -43,7 +43,9 @@
 // guest CPU cannot reach through Xen), LDS and SCRATCH apertures. Its ISA is
 // SoftAgentOptions::gfx. XNACK is off. Events have no agent mailbox (mailbox 0); a
 // completion signal whose event_id names a live event sets that event, and one with
-// event_mailbox_ptr != 0 also gets event_id stored there (8 bytes, a GPU write).
+// event_mailbox_ptr != 0 also gets event_id stored there (8 bytes, a GPU write). A GPU
+// page fault also sets every event of type XENHSA_EVENT_MEMORY, as KFD does on a VM
+// fault (ROCr's VM-fault handler waits on one).
 //
 // Not modelled: queue priority and CU percentage other than 0 (a queue created at 0%
 // is inactive, as on KFD), profiling timestamps of AQL packets, agent dispatch, other
