@@ -39,7 +39,7 @@ void apply_child_env(const std::filesystem::path& lib_dir, const DeviceEnv& devi
     prepend("ASAN_OPTIONS", "detect_leaks=0", ':');
 #endif
     prepend("LD_PRELOAD", preload, ':');
-    prepend("PATH", (lib_dir / "bin").string(), ':');
+    set("XENHSA_LSMOD", (lib_dir / "bin" / "lsmod").string());
     if (!device.sim_dir.empty()) {
         set("XENHSA_SIM_DIR", device.sim_dir);
         ::unsetenv("XENHSA_XEN");

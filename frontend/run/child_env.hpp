@@ -1,5 +1,6 @@
 // The environment xenhsa-run gives the program: the guest libhsakmt first on the loader
-// path, the /dev/kfd preload, the lsmod stand-in first on PATH, and where the device is.
+// path, the preload for rocminfo's two checks (with XENHSA_LSMOD, the lsmod stand-in it
+// runs), and where the device is.
 #ifndef XENHSA_FRONTEND_RUN_CHILD_ENV_HPP
 #define XENHSA_FRONTEND_RUN_CHILD_ENV_HPP
 

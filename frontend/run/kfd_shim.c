@@ -1,14 +1,20 @@
 /*
- * xenhsa-run's preload for unmodified ROCm tools. Debian's rocminfo refuses to start
- * unless open("/dev/kfd", O_RDWR) succeeds, though it never uses the descriptor: ROCr
- * reaches the GPU through libhsakmt, which in a guest is xenhsa's. A guest has no
- * /dev/kfd, so an open of exactly that path opens /dev/null instead. Nothing else is
- * touched.
+ * xenhsa-run's preload for unmodified ROCm tools. Debian's rocminfo checks two things
+ * before it starts, though neither matters to ROCr, which reaches the GPU through
+ * libhsakmt (in a guest, xenhsa's):
+ *   - open("/dev/kfd", O_RDWR) must succeed (it never uses the descriptor). A guest has no
+ *     /dev/kfd: an open of exactly that path opens /dev/null instead.
+ *   - popen("lsmod | grep amdgpu") must print something. A guest has no amdgpu module:
+ *     exactly that command runs xenhsa's lsmod ($XENHSA_LSMOD) instead of the system's
+ *     (a shell may run a built-in lsmod whatever PATH says, as busybox does).
+ * Nothing else is touched.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -58,3 +64,18 @@ XENHSA_SHIM_OPEN(open)
 XENHSA_SHIM_OPEN(open64)
 XENHSA_SHIM_OPENAT(openat)
 XENHSA_SHIM_OPENAT(openat64)
+
+FILE* popen(const char* command, const char* type) {
+    static FILE* (*real)(const char*, const char*);
+    if (real == NULL) {
+        real = (FILE * (*)(const char*, const char*)) dlsym(RTLD_NEXT, "popen");
+    }
+    const char* lsmod = getenv("XENHSA_LSMOD");
+    char replaced[4096];
+    if (command != NULL && lsmod != NULL && strcmp(command, "lsmod | grep amdgpu") == 0 &&
+        strchr(lsmod, '\'') == NULL &&
+        snprintf(replaced, sizeof replaced, "'%s' | grep amdgpu", lsmod) < (int)sizeof replaced) {
+        return real(replaced, type);
+    }
+    return real(command, type);
+}

@@ -45,7 +45,7 @@ TEST(HsakmtConvert, NodeFieldsAndNames) {
     EXPECT_EQ(p.LDSSizeInKB, 64u);
     EXPECT_EQ(p.NumCpQueues, 255u);
     EXPECT_EQ(p.VendorId, 0x1002u);
-    EXPECT_EQ(p.UniqueID, 0x1122334455667788ull);
+    EXPECT_EQ(uint64_t{p.UniqueID}, 0x1122334455667788ull);  // pack(4): no reference to it
     EXPECT_STREQ(reinterpret_cast<const char*>(p.AMDName), "gfx906");
     EXPECT_EQ(marketing(p), u"Radeon\u2122 Pro \u00e9");
 }
@@ -93,8 +93,8 @@ TEST(HsakmtConvert, MemoryBanksAndLinks) {
     b.virtual_base = 0x1000000000000ull;
     const HsaMemoryProperties m = to_memory_properties(b);
     EXPECT_EQ(m.HeapType, HSA_HEAPTYPE_FRAME_BUFFER_PRIVATE);
-    EXPECT_EQ(m.SizeInBytes, 1ull << 34);
-    EXPECT_EQ(m.VirtualBaseAddress, 0x1000000000000ull);
+    EXPECT_EQ(uint64_t{m.SizeInBytes}, 1ull << 34);
+    EXPECT_EQ(uint64_t{m.VirtualBaseAddress}, 0x1000000000000ull);
     xenhsa_io_link l{};
     l.type = 2;
     l.node_from = 1;
