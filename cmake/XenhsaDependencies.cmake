@@ -8,6 +8,7 @@
 #   xenhsa::xenforeignmemory, xenhsa::xencontrol   (only if XENHSA_WITH_XEN)
 #   xenhsa::hsakmt     libhsakmt (ROCt thunk)     (XENHSA_HAVE_HSAKMT=0/1)
 #   xenhsa::systemd    libsystemd                 (XENHSA_HAVE_SYSTEMD=0/1)
+#   xenhsa::seccomp    libseccomp                 (XENHSA_HAVE_SECCOMP=0/1)
 #   xenhsa::asio       Boost::headers + workaround for Boost 1.74 Asio under
 #                      g++ >= 11 in C++20 mode (awaitable.hpp uses std::exchange
 #                      without including <utility>); use it for Boost.Asio.
@@ -81,6 +82,19 @@ if(XENHSA_WITH_SYSTEMD)
     list(APPEND _xenhsa_found "libsystemd ${SYSTEMD_VERSION}")
 else()
     target_compile_definitions(xenhsa_systemd INTERFACE XENHSA_HAVE_SYSTEMD=0)
+endif()
+
+# --- libseccomp ------------------------------------------------------------------------
+# The workers' system-call filter (backend/service/src/syscall_filter.cpp).
+add_library(xenhsa_seccomp INTERFACE)
+add_library(xenhsa::seccomp ALIAS xenhsa_seccomp)
+if(XENHSA_WITH_SECCOMP)
+    pkg_check_modules(SECCOMP REQUIRED IMPORTED_TARGET libseccomp)
+    target_link_libraries(xenhsa_seccomp INTERFACE PkgConfig::SECCOMP)
+    target_compile_definitions(xenhsa_seccomp INTERFACE XENHSA_HAVE_SECCOMP=1)
+    list(APPEND _xenhsa_found "libseccomp ${SECCOMP_VERSION}")
+else()
+    target_compile_definitions(xenhsa_seccomp INTERFACE XENHSA_HAVE_SECCOMP=0)
 endif()
 
 # --- Header-only / C++ libraries ------------------------------------------------------

@@ -60,6 +60,11 @@ Result<void> check_node(uint32_t node) {
 
 }  // namespace
 
+Topology::Topology(const SoftAgentOptions& options) noexcept
+    : options_(options),
+      cpu_cores_(std::max(1u, std::thread::hardware_concurrency())),
+      system_memory_(system_memory_bytes()) {}
+
 xenhsa_version_info Topology::version() const noexcept {
     xenhsa_version_info info{};
     info.kfd_major = 1;
@@ -85,7 +90,7 @@ Result<xenhsa_node_props> Topology::node(uint32_t node) const noexcept {
     if (node == kSoftCpuNode) {
         props.num_caches = 1;  // ROCr asserts a CPU data cache
         props.ccompute_id_lo = kCpuIdBase;
-        props.num_cpu_cores = std::max(1u, std::thread::hardware_concurrency());
+        props.num_cpu_cores = cpu_cores_;
         props.max_engine_clock_mhz_ccompute = 1000;
         props.drm_render_minor = -1;
         set_name(props.marketing_name, "xenhsa host CPU");
@@ -129,7 +134,7 @@ Result<xenhsa_mem_bank> Topology::mem_bank(uint32_t node, uint32_t index) const 
     xenhsa_mem_bank bank{};
     if (node == kSoftCpuNode) {
         bank.heap_type = XENHSA_HEAP_SYSTEM;
-        bank.size_bytes = system_memory_bytes();
+        bank.size_bytes = system_memory_;
         bank.width = 64;
         return bank;
     }

@@ -17,7 +17,9 @@ inline constexpr uint32_t kNodeCount = 2;
 
 class Topology {
 public:
-    explicit Topology(const SoftAgentOptions& options) noexcept : options_(options) {}
+    // Reads the host's CPU count and memory size now: a confined worker cannot open
+    // /sys or /proc later.
+    explicit Topology(const SoftAgentOptions& options) noexcept;
 
     [[nodiscard]] xenhsa_version_info version() const noexcept;
     [[nodiscard]] xenhsa_system_props system() const noexcept;
@@ -30,6 +32,8 @@ public:
 
 private:
     SoftAgentOptions options_;
+    uint32_t cpu_cores_ = 1;
+    uint64_t system_memory_ = 0;
 };
 
 }  // namespace xenhsa::hsa::soft

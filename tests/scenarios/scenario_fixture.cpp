@@ -25,6 +25,12 @@ void ScenarioTest::SetUp() {
 
 void ScenarioTest::TearDown() {
     if (backend_ && backend_->pid() > 0) {
+        // A worker that broke its seccomp filter dies like any other: the scenario may
+        // have passed through a reconnect, so ask the supervisor, which counts them.
+        if (const auto s = status()) {
+            EXPECT_EQ(s->value("confinement_violations", uint64_t{0}), 0u)
+                << "a worker was killed by its seccomp filter (dmesg shows the system call)";
+        }
         backend_->signal(SIGTERM);
         const auto ended = backend_->wait(kPatience);
         EXPECT_TRUE(exited_with(ended, 0))

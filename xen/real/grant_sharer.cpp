@@ -19,8 +19,10 @@
 // * The check and the unmap that ends the grants are not atomic: a peer that maps a page
 //   between the two keeps it (the kernel defers ending access until it unmaps). That is
 //   memory-safe, and end_access() is used after the peer was asked to unmap.
-// * Where the table cannot be read, end_access() always succeeds, as gntalloc alone
-//   would: without privcmd (not root, no xen-privcmd module); in an unprivileged domU,
+// * Where the table is not read, end_access() always succeeds, as gntalloc alone would:
+//   when the caller opts out (RealOptions::read_own_grant_table: xenhsa-backend's
+//   workers, which must hold no privcmd); without privcmd (not root, no xen-privcmd
+//   module); in an unprivileged domU,
 //   including a driver domain (Linux restricts privcmd there to the domain it is a device
 //   model for, so the hypercall fails with EPERM; seen on Debian's 6.1 kernel); in an
 //   HVM/PVH domain (the table frames are not machine frames); with grant table v2.
@@ -406,7 +408,8 @@ Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions &option
         return detail::last_error();
     }
     return std::unique_ptr<GrantSharer>(
-        std::make_unique<RealGrantSharer>(std::move(h), OwnGrantTable::open()));
+        std::make_unique<RealGrantSharer>(
+            std::move(h), options.read_own_grant_table ? OwnGrantTable::open() : nullptr));
 }
 
 namespace testing {

@@ -65,7 +65,8 @@ int main(int argc, char** argv) {
 
     auto* status = app.add_subcommand("status", "every device: state and what its guest holds");
     bool json = false;
-    status->add_flag("--json", json, "print one JSON object {\"domains\": [...]}");
+    status->add_flag("--json", json,
+                     "print one JSON object {\"domains\": [...], \"confinement_violations\": N}");
 
     auto* revoke = app.add_subcommand("revoke", "revoke everything a guest holds");
     unsigned domid = 0;
@@ -129,10 +130,20 @@ int main(int argc, char** argv) {
     const auto list = answer->find(key);
     const nlohmann::json devices =
         list != answer->end() && list->is_array() ? *list : nlohmann::json::array();
+    const uint64_t violations = counter(*answer, "confinement_violations");
     if (json) {
-        std::cout << nlohmann::json{{key, devices}}.dump() << '\n';
+        nlohmann::json out{{key, devices}};
+        if (*status) {
+            out["confinement_violations"] = violations;
+        }
+        std::cout << out.dump() << '\n';
     } else if (*status) {
         print_table(devices);
+        if (violations != 0) {
+            std::printf("%llu worker(s) killed by their seccomp filter (confinement "
+                        "violations; see the backend's log)\n",
+                        static_cast<unsigned long long>(violations));
+        }
     } else if (*revoke) {
         if (*handle_opt) {
             std::printf("revoked handle %#llx of domain %u\n",

@@ -53,6 +53,22 @@ int main(int argc, char** argv) {
     app.add_option("--set", session.settings, "override one quota: key=value (repeatable)")
         ->type_name("KEY=VALUE")
         ->take_all();
+    ConfinementOptions confinement;
+    std::string seccomp = "kill";
+    std::string confine = "on";
+    app.add_option("--worker-user", confinement.user,
+                   "the user a worker becomes when the backend runs as root (default: "
+                   "\"xenhsa\" if it exists, else \"nobody\")")
+        ->type_name("USER");
+    app.add_option("--worker-seccomp", seccomp,
+                   "workers' system-call filter: kill (a call outside the allowlist kills the "
+                   "worker), log (the kernel logs it), off")
+        ->check(CLI::IsMember({"kill", "log", "off"}))
+        ->capture_default_str();
+    app.add_option("--worker-confinement", confine,
+                   "off: workers keep the backend's user and capabilities (debugging only)")
+        ->check(CLI::IsMember({"on", "off"}))
+        ->capture_default_str();
     app.add_option("--log-level", log_level, "trace, debug, info, warn, error, critical, off")
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
         ->capture_default_str();
@@ -75,6 +91,8 @@ int main(int argc, char** argv) {
     }
     const auto level = parse_log_level(log_level).value_or(spdlog::level::info);
     const PlatformChoice platform{sim_dir, xen};
+    confinement.seccomp = parse_seccomp_mode(seccomp).value_or(SeccompMode::kill);
+    confinement.enabled = confine == "on";
 
     if (worker) {
         if (fe_domid == 0) {
@@ -87,12 +105,14 @@ int main(int argc, char** argv) {
         options.control_fd = control_fd;
         options.session = session;
         options.log_level = level;
+        options.confinement = confinement;
         return run_worker(options);
     }
 
     SupervisorOptions options;
     options.platform = platform;
     options.session = session;
+    options.confinement = confinement;
     options.log_level = level;
     if (!control_socket.empty()) {
         options.control_socket = control_socket;

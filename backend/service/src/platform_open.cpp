@@ -30,6 +30,10 @@ xen::Result<xen::Platform> open_real(PlatformRole role, xen::DomId guest) {
         // Domain liveness is the supervisor's job: the worker reads its own domid from
         // xenstore and needs no hypercall privilege.
         options.want_domctl = false;
+        // No privcmd, hypercall device or foreign memory either (confinement.hpp): the
+        // sharer then cannot tell whether the guest still maps a lent page, and the
+        // kernel keeps such pages out of use until it unmaps them.
+        options.read_own_grant_table = false;
         options.restrict_to = guest;
         return xen::real::open_real_platform(options);
     }

@@ -78,6 +78,7 @@ struct Device {
     bool watching_frontend = false;  // waiting for Initialising to restart
     bool restart_pending = false;
     unsigned failures = 0;  // workers in a row that ended before connecting
+    unsigned confinement_violations = 0;  // workers of this device seccomp killed
     boost::asio::steady_timer restart;
     boost::asio::steady_timer kill;
 };
@@ -340,6 +341,12 @@ private:
         const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
         if (clean) {
             log_->info("device {}: worker {} ended", to_string(dev.id), pid);
+        } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
+            ++dev.confinement_violations;
+            ++confinement_violations_;
+            log_->error("device {}: worker {} was killed by its seccomp filter: a confinement "
+                        "violation (a system call outside the allowlist)",
+                        to_string(dev.id), pid);
         } else {
             log_->warn("device {}: worker {} died ({})", to_string(dev.id), pid,
                        describe_exit(status));
@@ -442,7 +449,11 @@ private:
             reply(error_reply("the backend is shutting down"));
         } else if (op == op::status) {
             ask_workers(std::nullopt, nlohmann::json{{"op", op::status}}, "domains",
-                        std::move(reply));
+                        [reply = std::move(reply), total = confinement_violations_](
+                            nlohmann::json answer) mutable {
+                            answer["confinement_violations"] = total;
+                            reply(std::move(answer));
+                        });
         } else if (op == op::revoke) {
             const auto domid = json_uint(request, "domid");
             if (!domid || *domid > kMaxGuestDomId) {
@@ -464,6 +475,23 @@ private:
             ask_workers(static_cast<xen::DomId>(*domid), ask, "revoked", std::move(reply));
         } else if (op == op::quotas) {
             change_quotas(request, std::move(reply));
+#if XENHSA_TEST_HOOKS
+        } else if (op == op::test_forbidden_syscall) {
+            const auto domid = json_uint(request, "domid");
+            auto found = std::find_if(devices_.begin(), devices_.end(), [&](const auto& d) {
+                return domid && d.first.fe == *domid && d.second.worker;
+            });
+            if (found == devices_.end()) {
+                reply(error_reply("no running worker of that domain"));
+                return;
+            }
+            log_->warn("test hook: asking worker {} to break its filter",
+                       found->second.worker->pid());
+            found->second.worker->request({{"op", op::test_forbidden_syscall}},
+                                          options_.worker_answer_timeout,
+                                          [](std::optional<nlohmann::json>) {});
+            reply({{"ok", true}});
+#endif
         } else {
             reply(error_reply("unknown op"));
         }
@@ -549,6 +577,9 @@ private:
         if (dev.worker) {
             j["worker_pid"] = dev.worker->pid();
         }
+        if (dev.confinement_violations != 0) {
+            j["confinement_violations"] = dev.confinement_violations;
+        }
         return j;
     }
 
@@ -614,6 +645,7 @@ private:
     StorePump pump_;
     ControlServer control_;
     std::map<DeviceId, Device> devices_;
+    uint64_t confinement_violations_ = 0;  // workers killed by their seccomp filter, in all
     bool shutting_down_ = false;
     int exit_code_ = 0;
 };
@@ -648,6 +680,16 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
     }
     args.emplace_back("--log-level");
     args.push_back(level_name(options.log_level));
+    if (!options.confinement.enabled) {
+        args.emplace_back("--worker-confinement");
+        args.emplace_back("off");
+    }
+    if (!options.confinement.user.empty()) {
+        args.emplace_back("--worker-user");
+        args.push_back(options.confinement.user);
+    }
+    args.emplace_back("--worker-seccomp");
+    args.emplace_back(seccomp_mode_name(options.confinement.seccomp));
     return args;
 }
 

@@ -65,11 +65,37 @@ public:
             return 1;
         }
         log_->info("serving {} ({})", to_string(options_.device), device_.backend_path());
+        if (!confine()) {
+            device_.shutdown();
+            return 1;
+        }
         io_.run();
         return exit_code_;
     }
 
 private:
+    // Before the loop reads anything of the guest's (its xenstore keys included).
+    bool confine() {
+        if (!options_.confinement.enabled) {
+            log_->warn("running unconfined (--worker-confinement off)");
+            return true;
+        }
+        const ConfinementResult confined = confine_worker(options_.confinement);
+        if (!confined.report) {
+            log_->error("cannot confine the worker: {}", confined.error);
+            return false;
+        }
+        const ConfinementReport& r = *confined.report;
+        log_->info("confined: uid {} gid {}, no capabilities, no new privileges, seccomp {} "
+                   "({} system calls allowed)",
+                   r.uid, r.gid, seccomp_mode_name(options_.confinement.seccomp),
+                   r.allowed_syscalls);
+        for (const std::string& fd : r.fds) {
+            log_->debug("open fd {}", fd);
+        }
+        return true;
+    }
+
     bool open_channel() {
         boost::asio::local::stream_protocol::socket socket(io_);
         boost::system::error_code ec;
@@ -111,6 +137,12 @@ private:
                 reply["status"] = to_json(device_.status());
                 reply["status"]["revoked"] = revoked;
             }
+#if XENHSA_TEST_HOOKS
+        } else if (op == op::test_forbidden_syscall) {
+            log_->warn("test hook: making a system call the filter forbids");
+            make_forbidden_syscall();
+            reply = error_reply("the forbidden system call was allowed");
+#endif
         } else if (op == op::shutdown) {
             log_->info("shutdown requested: revoking everything");
             finish(0);

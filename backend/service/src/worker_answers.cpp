@@ -31,7 +31,11 @@ void WorkerAnswers::answer(std::size_t index, const DeviceId &id, pid_t pid,
     }
     if (status) {
         status->id = id;  // a worker speaks for its device only
+        const auto violations = json_uint(entry, "confinement_violations");
         entry = to_json(*status);
+        if (violations) {
+            entry["confinement_violations"] = *violations;  // the supervisor's count
+        }
         entry["worker_pid"] = pid;
         if (const auto n = json_uint((*reply)["status"], "revoked")) {
             entry["revoked"] = *n;

@@ -89,6 +89,24 @@ TEST(Logging, JournalOnlyWhenStderrIsTheNamedStream) {
     EXPECT_EQ(parse_log_level("loud"), std::nullopt);
 }
 
+TEST(WorkerArguments, CarryTheConfinement) {
+    SupervisorOptions options;
+    options.platform.sim_dir = "/tmp/sim";
+    options.confinement.user = "xenhsa-worker";
+    options.confinement.seccomp = SeccompMode::log;
+    auto args = worker_arguments(options, DeviceId{4, 2});
+    auto after = [&](const std::string& flag) {
+        const auto it = std::find(args.begin(), args.end(), flag);
+        return it == args.end() || it + 1 == args.end() ? std::string("<none>") : *(it + 1);
+    };
+    EXPECT_EQ(after("--worker-user"), "xenhsa-worker");
+    EXPECT_EQ(after("--worker-seccomp"), "log");
+    EXPECT_EQ(after("--worker-confinement"), "<none>");
+    options.confinement.enabled = false;
+    args = worker_arguments(options, DeviceId{4, 2});
+    EXPECT_EQ(after("--worker-confinement"), "off");
+}
+
 TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
     SupervisorOptions options;
     options.platform.sim_dir = "/tmp/sim";
@@ -116,7 +134,9 @@ TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
                                            "--set",
                                            "max_handles=8",
                                            "--log-level",
-                                           "warn"};
+                                           "warn",
+                                           "--worker-seccomp",
+                                           "kill"};
     EXPECT_EQ(args, want);
     options.platform.xen = true;
     const auto real = worker_arguments(options, DeviceId{4, 2});

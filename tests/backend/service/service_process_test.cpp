@@ -5,6 +5,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <cstring>
+#include <fstream>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -307,6 +309,107 @@ TEST_F(ServiceTest, KilledWorkerTouchesOnlyItsGuest) {
     EXPECT_GT(fresh, 0);
     EXPECT_NE(fresh, pid_a);
     EXPECT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+}
+
+// The fields of /proc/<pid>/status, by name.
+std::map<std::string, std::string> proc_status(pid_t pid) {
+    std::map<std::string, std::string> fields;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto colon = line.find(':');
+        if (colon != std::string::npos) {
+            const auto value = line.find_first_not_of(" \t", colon + 1);
+            fields[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+        }
+    }
+    return fields;
+}
+
+std::vector<std::string> fd_targets(pid_t pid) {
+    std::vector<std::string> targets;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        std::error_code link;
+        targets.push_back(fs::read_symlink(e.path(), link).string());
+    }
+    return targets;
+}
+
+// One request on the control socket (a JSON line), its answer line.
+nlohmann::json control(const fs::path& socket, const nlohmann::json& request) {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+    std::string answer;
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+        const std::string line = request.dump() + "\n";
+        if (::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+            char c = 0;
+            while (::read(fd, &c, 1) == 1 && c != '\n') {
+                answer.push_back(c);
+            }
+        }
+    }
+    ::close(fd);
+    return nlohmann::json::parse(answer, nullptr, false);
+}
+
+TEST_F(ServiceTest, WorkersRunConfined) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    connect(a);
+    const pid_t pid = worker_pid(a);
+    ASSERT_GT(pid, 0);
+    const auto st = proc_status(pid);
+    EXPECT_EQ(st.at("NoNewPrivs"), "1");
+    EXPECT_EQ(st.at("Seccomp"), "2") << "a seccomp filter (mode 2)";
+    EXPECT_EQ(st.at("CapEff"), "0000000000000000");
+    EXPECT_EQ(st.at("CapPrm"), "0000000000000000");
+    EXPECT_EQ(st.at("CapAmb"), "0000000000000000");
+    if (::geteuid() == 0) {
+        // Started as root, the worker became an unprivileged user for good.
+        const std::string uids = st.at("Uid");
+        EXPECT_EQ(uids.find("0\t"), std::string::npos) << "Uid: " << uids;
+        EXPECT_EQ(st.at("CapBnd"), "0000000000000000");
+    }
+    for (const auto& target : fd_targets(pid)) {
+        for (const char* forbidden :
+             {"/dev/xen/privcmd", "/dev/xen/hypercall", "/dev/mem", "/dev/kmem", "/dev/port"}) {
+            EXPECT_NE(target, forbidden);
+        }
+    }
+    // Confined, it still serves.
+    EXPECT_EQ(ask(a, kHello), uint64_t{XENHSA_STATUS_OK});
+    EXPECT_EQ(status().value("confinement_violations", uint64_t{99}), 0u);
+}
+
+TEST_F(ServiceTest, AForbiddenSystemCallKillsOnlyThatWorker) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    connect(a);
+    connect(b);
+    const pid_t pid_a = worker_pid(a);
+    const pid_t pid_b = worker_pid(b);
+    ASSERT_GT(pid_a, 0);
+
+    const auto sent = control(sim_.dir() / "backend.sock",
+                              {{"op", "test-forbidden-syscall"}, {"domid", a}});
+    ASSERT_EQ(sent.value("ok", false), true) << sent.dump();
+    EXPECT_TRUE(eventually([&] { return process_gone(pid_a); }));
+    EXPECT_TRUE(be_state_is(a, "6")) << "its guest sees Closed";
+    EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; }));
+    EXPECT_TRUE(eventually([&] { return status().value("confinement_violations", 0) == 1; }))
+        << status().dump();
+    EXPECT_EQ(device(a).value("confinement_violations", 0), 1) << device(a).dump();
+
+    // The other guest goes on with the same worker.
+    EXPECT_EQ(worker_pid(b), pid_b);
+    EXPECT_EQ(be_read(b, "state"), "4");
+    EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
+    EXPECT_EQ(device(b).value("confinement_violations", 0), 0);
 }
 
 TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {

@@ -2,7 +2,9 @@
 // supervisor ↔ worker channel. One object per line.
 //
 //   request                          answer
-//   {"op":"status"}                  {"ok":true,"domains":[<device>...]}
+//   {"op":"status"}                  {"ok":true,"domains":[<device>...],
+//                                     "confinement_violations":N}  (N: workers the seccomp
+//                                     filter killed since the backend started)
 //   {"op":"revoke","domid":N}        {"ok":true,"revoked":[<device>...]} (ok false: no such
 //                                    domain)
 //   {"op":"revoke","domid":N,        the same for one MAP or LEND handle (ok false when no
@@ -13,14 +15,18 @@
 //                                      a guest over them loses its newest MAPs/LENDs
 //                                      (<device> then has "revoked": count)
 //   {"op":"shutdown"}  (worker only) no answer: the worker ends
+//   {"op":"test-forbidden-syscall","domid":N}  test builds: that domain's worker makes a
+//                                    forbidden system call (no answer: seccomp kills it)
 // Every answer to a worker request echoes the request's "id". A worker also reports each
 // new backend state unasked: {"event":"state","state":"Connected"}.
 //
 //   <device> = {"domid":N,"devid":D,"state":"Connected","mapped_pages":..,
 //               "pinned_pages":..,"lent_pages":..,"queues":..,"events":..,"handles":..,
 //               "doorbells_forwarded":..,"doorbell_polls":..,
-//               "error":"...","worker_pid":P}   (error and worker_pid only when known;
-//                                                the doorbell counters optional on reading)
+//               "error":"...","worker_pid":P,"confinement_violations":V}
+//               (error and worker_pid only when known; the doorbell counters optional on
+//                reading; confinement_violations: workers of this device the seccomp
+//                filter killed, only when nonzero)
 #ifndef XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 #define XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 
@@ -38,6 +44,9 @@ inline constexpr std::string_view status = "status";
 inline constexpr std::string_view revoke = "revoke";
 inline constexpr std::string_view shutdown = "shutdown";
 inline constexpr std::string_view quotas = "quotas";
+// Test builds only (XENHSA_TEST_HOOKS): the worker of "domid" makes a system call its
+// seccomp filter forbids, which must kill it.
+inline constexpr std::string_view test_forbidden_syscall = "test-forbidden-syscall";
 }  // namespace op
 
 nlohmann::json to_json(const DeviceStatus& status);

@@ -17,8 +17,9 @@ enum class PlatformRole : uint8_t {
     // Store and domain liveness only: the supervisor never touches guest memory.
     supervisor,
     // Everything one guest device needs, without foreign memory (a worker serves a
-    // guest through grants only) and, on Xen, without privcmd (no libxenctrl), with its
-    // event channel handle restricted to the guest's domain.
+    // guest through grants only) and, on Xen, without privcmd, the hypercall device or
+    // libxenctrl (the grant sharer does not read dom0's own grant table), with its event
+    // channel handle restricted to the guest's domain.
     worker,
 };
 

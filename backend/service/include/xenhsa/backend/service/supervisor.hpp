@@ -10,6 +10,9 @@
 // failing before they ever connect). A device whose backend directory goes away, or
 // whose domain dies, gets its worker shut down and is forgotten.
 //
+// A worker killed by SIGSYS broke its seccomp filter: the supervisor logs a confinement
+// violation, counts it in the device's status and treats it as any dead worker.
+//
 // SIGTERM/SIGINT: stop accepting control requests, ask every worker to revoke
 // everything and end (SIGKILL after `shutdown_grace`), reap them all, return 0.
 #ifndef XENHSA_BACKEND_SERVICE_SUPERVISOR_HPP
@@ -19,6 +22,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <xenhsa/backend/service/confinement.hpp>
 #include <xenhsa/backend/service/platform_open.hpp>
 #include <xenhsa/backend/service/session_config.hpp>
 
@@ -28,6 +32,7 @@ struct SupervisorOptions {
     PlatformChoice platform;
     std::filesystem::path control_socket;
     SessionConfig session;  // handed to every worker
+    ConfinementOptions confinement;  // likewise
     spdlog::level::level_enum log_level = spdlog::level::info;
     std::filesystem::path worker_exe;  // empty: this binary (/proc/self/exe)
     std::chrono::milliseconds shutdown_grace{10000};

@@ -26,6 +26,12 @@ struct RealOptions {
     bool want_domctl = true;
     // Silence the libraries' own error logging to stderr (errors are still returned).
     bool quiet = false;
+    // The grant sharer reads this domain's own grant table so that end_access() can
+    // report EBUSY while a peer still maps a page; that needs privcmd, the hypercall
+    // device and a foreign-memory handle for the sharer's whole life. Without it (false),
+    // end_access() always succeeds and the kernel ends the grants when the peer unmaps
+    // (memory-safe: the pages are never reused meanwhile), and none of those is opened.
+    bool read_own_grant_table = true;
     // Restrict the handles that can be restricted to this one peer domain: the event
     // channel handle (xenevtchn_restrict: interdomain and unbound ports with that domain
     // only). libxengnttab has no such call, and xenstore is not restricted (the backend

@@ -1,0 +1,194 @@
+#include <grp.h>
+#include <linux/capability.h>
+#include <pwd.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <xenhsa/backend/service/confinement.hpp>
+
+#if XENHSA_HAVE_SECCOMP
+#include "syscall_filter.hpp"
+#endif
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+// Device nodes a worker must never hold: hypercalls and raw memory or ports.
+constexpr const char* kForbidden[] = {"/dev/xen/privcmd", "/dev/xen/hypercall", "/dev/mem",
+                                      "/dev/kmem", "/dev/port"};
+
+std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+int last_cap() {
+    std::ifstream in("/proc/sys/kernel/cap_last_cap");
+    int last = CAP_LAST_CAP;
+    in >> last;
+    return last;
+}
+
+struct Identity {
+    uid_t uid = 0;
+    gid_t gid = 0;
+    std::string name;
+};
+
+std::optional<Identity> lookup(const std::string& name) {
+    const passwd* pw = ::getpwnam(name.c_str());
+    if (pw == nullptr) {
+        return std::nullopt;
+    }
+    return Identity{pw->pw_uid, pw->pw_gid, name};
+}
+
+// Root: the bounding set emptied, then the user for good (which clears the permitted and
+// effective sets, as no SECBIT_KEEP_CAPS is set). Anyone: ambient capabilities cleared.
+std::optional<std::string> drop_identity(const ConfinementOptions& options, Identity& became) {
+    became = {::geteuid(), ::getegid(), ""};
+    if (::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
+        return errno_text("clearing ambient capabilities");
+    }
+    if (::geteuid() != 0) {
+        return std::nullopt;  // already unprivileged: nothing to give up
+    }
+    std::optional<Identity> who = options.user.empty() ? lookup("xenhsa") : lookup(options.user);
+    if (!who && options.user.empty()) {
+        who = lookup("nobody");
+    }
+    if (!who) {
+        return "no such user \"" + (options.user.empty() ? std::string("nobody") : options.user) +
+               "\" for the worker";
+    }
+    if (who->uid == 0) {
+        return "the worker user \"" + who->name + "\" is root";
+    }
+    const int last = last_cap();
+    for (int cap = 0; cap <= last; ++cap) {
+        if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
+            return errno_text("emptying the capability bounding set");
+        }
+    }
+    if (::setgroups(0, nullptr) != 0) {
+        return errno_text("setgroups");
+    }
+    if (::setresgid(who->gid, who->gid, who->gid) != 0) {
+        return errno_text("setresgid");
+    }
+    if (::setresuid(who->uid, who->uid, who->uid) != 0) {
+        return errno_text("setresuid");
+    }
+    uid_t r = 0, e = 0, s = 0;
+    if (::getresuid(&r, &e, &s) != 0 || r != who->uid || e != who->uid || s != who->uid ||
+        ::setuid(0) == 0) {
+        return "could not give up root for good";
+    }
+    became = *who;
+    return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<SeccompMode> parse_seccomp_mode(std::string_view text) {
+    if (text == "kill") {
+        return SeccompMode::kill;
+    }
+    if (text == "log") {
+        return SeccompMode::log;
+    }
+    if (text == "off") {
+        return SeccompMode::off;
+    }
+    return std::nullopt;
+}
+
+std::string_view seccomp_mode_name(SeccompMode mode) {
+    switch (mode) {
+        case SeccompMode::kill:
+            return "kill";
+        case SeccompMode::log:
+            return "log";
+        case SeccompMode::off:
+            return "off";
+    }
+    return "?";
+}
+
+std::vector<std::string> open_fds() {
+    std::vector<std::string> fds;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+        std::error_code link_ec;
+        const auto target = std::filesystem::read_symlink(entry.path(), link_ec);
+        fds.push_back(entry.path().filename().string() + " -> " +
+                      (link_ec ? std::string("?") : target.string()));
+    }
+    return fds;
+}
+
+std::optional<std::string> forbidden_fd(const std::vector<std::string>& fds) {
+    for (const std::string& fd : fds) {
+        for (const char* device : kForbidden) {
+            const std::string arrow = std::string(" -> ") + device;
+            if (fd.size() >= arrow.size() &&
+                fd.compare(fd.size() - arrow.size(), arrow.size(), arrow) == 0) {
+                return "fd " + fd + " must not be open in a worker";
+            }
+        }
+    }
+    return std::nullopt;
+}
+
+ConfinementResult confine_worker(const ConfinementOptions& options) {
+    ConfinementResult result;
+    ConfinementReport report;
+    report.fds = open_fds();
+    if (auto bad = forbidden_fd(report.fds)) {
+        result.error = *bad;
+        return result;
+    }
+    Identity became;
+    if (auto failed = drop_identity(options, became)) {
+        result.error = *failed;
+        return result;
+    }
+    report.uid = became.uid;
+    report.gid = became.gid;
+    if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+        result.error = errno_text("PR_SET_NO_NEW_PRIVS");
+        return result;
+    }
+    // What the C library loads on first use and a confined worker could not open later:
+    // the time zone (every log line formats a local time).
+    ::tzset();
+    const time_t now = ::time(nullptr);
+    struct tm local {};
+    (void)::localtime_r(&now, &local);
+    if (options.seccomp != SeccompMode::off) {
+#if XENHSA_HAVE_SECCOMP
+        if (auto failed = install_syscall_filter(options.seccomp, report.allowed_syscalls)) {
+            result.error = "seccomp: " + *failed;
+            return result;
+        }
+#else
+        result.error =
+            "this build has no seccomp filter (XENHSA_WITH_SECCOMP=OFF): "
+            "start the backend with --worker-seccomp off";
+        return result;
+#endif
+    }
+    result.report = std::move(report);
+    return result;
+}
+
+void make_forbidden_syscall() noexcept {
+    // personality(0xffffffff) only reads the current persona: harmless when allowed.
+    (void)::syscall(SYS_personality, 0xffffffffUL);
+}
+
+}  // namespace xenhsa::backend::service

@@ -1,0 +1,167 @@
+#include "syscall_filter.hpp"
+
+#include <sched.h>
+#include <seccomp.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+// What a worker does once confined: its loop (epoll, timerfd, eventfd, sockets already
+// connected: the xenstore and control channels, the simulator's), the guest's shared
+// pages (mmap of gntdev, gntalloc and memfds received over the simulator's sockets),
+// device ioctls on fds it already holds (gntdev, gntalloc, evtchn, xenbus, KFD), threads
+// (the software agent starts one per queue; clone is allowed for threads only), futexes
+// and clocks, logging to the fds it has (stderr, the journal's socket).
+constexpr const char* kAllowed[] = {
+    // I/O on fds already open
+    "read",
+    "write",
+    "readv",
+    "writev",
+    "pread64",
+    "pwrite64",
+    "close",
+    "dup",
+    "fcntl",
+    "fstat",
+    "newfstatat",
+    "lseek",
+    "ioctl",
+    "ftruncate",
+    // waiting
+    "poll",
+    "ppoll",
+    "pselect6",
+    "epoll_wait",
+    "epoll_pwait",
+    "epoll_pwait2",
+    "epoll_ctl",
+    "epoll_create1",
+    "eventfd2",
+    "timerfd_create",
+    "timerfd_settime",
+    "timerfd_gettime",
+    "pipe2",
+    // sockets already connected
+    "recvmsg",
+    "sendmsg",
+    "recvfrom",
+    "sendto",
+    "shutdown",
+    "getsockopt",
+    // memory
+    "mmap",
+    "munmap",
+    "mprotect",
+    "mremap",
+    "madvise",
+    "brk",
+    "mlock",
+    "munlock",
+    "memfd_create",
+    "msync",
+    "mincore",
+    // time
+    "clock_gettime",
+    "clock_getres",
+    "gettimeofday",
+    "nanosleep",
+    "clock_nanosleep",
+    // threads, signals, process
+    "futex",
+    "set_robust_list",
+    "rseq",
+    "sched_yield",
+    "sched_getaffinity",
+    "gettid",
+    "getpid",
+    "tgkill",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "rt_sigreturn",
+    "sigaltstack",
+    "restart_syscall",
+    "exit",
+    "exit_group",
+    "getrandom",
+    "membarrier",
+#ifdef XENHSA_SANITIZED
+    // The sanitizer runtime: reading /proc for its reports, LeakSanitizer's stop-the-world
+    // at exit (a tracer task and ptrace). Only in sanitized builds.
+    "open",
+    "openat",
+    "readlink",
+    "readlinkat",
+    "getdents64",
+    "prctl",
+    "prlimit64",
+    "getrlimit",
+    "ptrace",
+    "wait4",
+    "sched_setaffinity",
+    "statfs",
+    "fstatfs",
+    "kill",
+    "getppid",
+    "setrlimit",
+#endif
+};
+
+struct FilterRelease {
+    void operator()(void* ctx) const noexcept { seccomp_release(ctx); }
+};
+
+std::string failed(const char* what, int rc) {
+    return std::string(what) + ": " + std::strerror(-rc);
+}
+
+}  // namespace
+
+std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t& allowed) {
+    allowed = 0;
+    const uint32_t deny = mode == SeccompMode::log ? SCMP_ACT_LOG : SCMP_ACT_KILL_PROCESS;
+    std::unique_ptr<void, FilterRelease> ctx(seccomp_init(deny));
+    if (!ctx) {
+        return std::string("seccomp_init failed");
+    }
+    for (const char* name : kAllowed) {
+        const int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR) {
+            continue;  // not a system call of this architecture
+        }
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0); rc != 0) {
+            return failed(name, rc);
+        }
+        ++allowed;
+    }
+#ifdef XENHSA_SANITIZED
+    if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 0); rc != 0) {
+        return failed("clone", rc);
+    }
+#else
+    // Threads only: a new process could run outside this filter's intent.
+    if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                                        SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+        rc != 0) {
+        return failed("clone", rc);
+    }
+#endif
+    ++allowed;
+    // clone3's flags are behind a pointer the filter cannot read: ENOSYS makes glibc's
+    // pthread_create fall back to clone, whose flags it can.
+    if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+        rc != 0 && rc != -EDOM) {
+        return failed("clone3", rc);
+    }
+    if (const int rc = seccomp_load(ctx.get()); rc != 0) {
+        return failed("seccomp_load", rc);
+    }
+    return std::nullopt;
+}
+
+}  // namespace xenhsa::backend::service
