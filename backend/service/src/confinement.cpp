@@ -159,6 +159,18 @@ ConfinementResult confine_worker(const ConfinementOptions& options) {
     }
     report.uid = became.uid;
     report.gid = became.gid;
+#ifdef XENHSA_SANITIZED
+    // LeakSanitizer stops the worker's threads from a tracer task at exit (ptrace).
+    const int dumpable = 1;
+#else
+    // Workers share one user: non-dumpable, no worker may ptrace another or read its
+    // memory through /proc (ptrace is not in the filter either).
+    const int dumpable = 0;
+#endif
+    if (::prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) != 0) {
+        result.error = errno_text("PR_SET_DUMPABLE");
+        return result;
+    }
     if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
         result.error = errno_text("PR_SET_NO_NEW_PRIVS");
         return result;

@@ -44,6 +44,8 @@ std::string KeyProblem::text() const {
         reason = "not a decimal store value";
     } else if (error == std::errc::result_out_of_range) {
         reason = "out of range";
+    } else if (error == std::errc::file_exists) {
+        reason = "names a grant another key names";
     } else {
         reason = "cannot be read: " + error.message();
     }
@@ -63,6 +65,17 @@ KeysResult read_frontend_keys(xen::Store& store, std::string_view frontend_dir,
     }
     keys.ring_page_order = static_cast<uint32_t>(order.value());
 
+    // Every page is its own grant: one named twice would overlay, say, the notify producer
+    // index on the ring's request producer. EEXIST names the later key.
+    std::vector<xen::GrantRef> named;
+    const auto named_before = [&](xen::GrantRef ref) {
+        if (std::find(named.begin(), named.end(), ref) != named.end()) {
+            return true;
+        }
+        named.push_back(ref);
+        return false;
+    };
+
     // Order 0 reads "ring-ref" only; order n reads "ring-ref0".."ring-ref<2^n - 1>" only.
     const uint32_t pages = 1u << keys.ring_page_order;
     keys.ring_refs.reserve(pages);
@@ -75,6 +88,9 @@ KeysResult read_frontend_keys(xen::Store& store, std::string_view frontend_dir,
         if (!ref) {
             return ref.error();
         }
+        if (named_before(static_cast<xen::GrantRef>(ref.value()))) {
+            return KeyProblem{key, std::make_error_code(std::errc::file_exists)};
+        }
         keys.ring_refs.push_back(static_cast<xen::GrantRef>(ref.value()));
     }
 
@@ -82,11 +98,17 @@ KeysResult read_frontend_keys(xen::Store& store, std::string_view frontend_dir,
     if (!notify) {
         return notify.error();
     }
+    if (named_before(static_cast<xen::GrantRef>(notify.value()))) {
+        return KeyProblem{XENHSA_XS_NOTIFY_REF, std::make_error_code(std::errc::file_exists)};
+    }
     keys.notify_ref = static_cast<xen::GrantRef>(notify.value());
 
     auto doorbell = r.uint(XENHSA_XS_DOORBELL_REF, kMaxGrantRef);
     if (!doorbell) {
         return doorbell.error();
+    }
+    if (named_before(static_cast<xen::GrantRef>(doorbell.value()))) {
+        return KeyProblem{XENHSA_XS_DOORBELL_REF, std::make_error_code(std::errc::file_exists)};
     }
     keys.doorbell_ref = static_cast<xen::GrantRef>(doorbell.value());
 

@@ -139,6 +139,11 @@ public:
         notify_ready();
         io_.run();
         devices_.clear();  // kills and reaps anything left (only after a failure)
+        if (exit_code_ == 0 && confinement_violations_ != 0) {
+            log_->error("{} worker(s) were killed by their seccomp filter during this run",
+                        confinement_violations_);
+            return kExitConfinementViolated;
+        }
         return exit_code_;
     }
 

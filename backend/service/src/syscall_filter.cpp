@@ -97,6 +97,7 @@ constexpr const char* kAllowed[] = {
     "openat",
     "readlink",
     "readlinkat",
+    "getdents",
     "getdents64",
     "prctl",
     "prlimit64",

@@ -7,7 +7,9 @@
 //   2. when started as root: every capability leaves the bounding set, supplementary
 //      groups go, and the worker becomes `user` (and its group) for good, which empties
 //      its permitted and effective capabilities; ambient capabilities are cleared;
-//   3. PR_SET_NO_NEW_PRIVS;
+//   3. non-dumpable (workers share a user: none may ptrace another or read its memory
+//      through /proc; sanitized builds stay dumpable for LeakSanitizer) and
+//      PR_SET_NO_NEW_PRIVS;
 //   4. a seccomp filter (libseccomp) that allows the system calls a worker's steady state
 //      makes (syscall_filter.hpp) and kills the process on any other
 //      (SCMP_ACT_KILL_PROCESS: the supervisor sees SIGSYS and reports a confinement

@@ -23,6 +23,7 @@ struct FrontendKeys {
 };
 
 // Which key was wrong and how: ENOENT missing, EINVAL malformed, ERANGE out of range,
+// EEXIST a grant reference an earlier key names too (every page is its own grant),
 // anything else a store failure.
 struct KeyProblem {
     std::string key;

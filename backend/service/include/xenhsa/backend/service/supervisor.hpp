@@ -39,7 +39,11 @@ struct SupervisorOptions {
     std::chrono::milliseconds worker_answer_timeout{5000};
 };
 
-// The process's exit status: 0 after SIGTERM/SIGINT, 1 when it cannot start.
+// A clean stop after a run in which a worker broke its seccomp filter.
+inline constexpr int kExitConfinementViolated = 3;
+
+// The process's exit status: 0 after SIGTERM/SIGINT (kExitConfinementViolated if a worker
+// was killed by its seccomp filter meanwhile), 1 when it cannot start.
 int run_supervisor(const SupervisorOptions& options);
 
 // The argv (after argv[0]) that starts the worker of `device`.
