@@ -82,7 +82,9 @@ Result<Session> Client::hello(const HelloOptions &options)
             session_ = rsp;
             return rsp;
         }
-        if (status != XENHSA_STATUS_OK && status != XENHSA_STATUS_BAD_ADDRESS) {
+        // BAD_ADDRESS without a proposal refuses the asked window outright (hello.h).
+        if ((status != XENHSA_STATUS_OK && status != XENHSA_STATUS_BAD_ADDRESS) ||
+            (status == XENHSA_STATUS_BAD_ADDRESS && rsp.va_base == 0)) {
             return status_error(status);
         }
         // A proposal (OK to va_base 0, or BAD_ADDRESS): take it if it is free here.

@@ -23,8 +23,12 @@ uint32_t check_hello(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexce
         }
         return XENHSA_STATUS_OK;
     }
-    if (rsp.hdr.status == XENHSA_STATUS_BAD_ADDRESS &&
-        (!xenhsa_va_range_ok(hello.va_base, hello.va_size) || hello.va_size != req.va_size)) {
+    // BAD_ADDRESS carries a proposal, or none at all (va_base = va_size = 0: the asked
+    // window is refused outright, hello.h).
+    const bool no_proposal = hello.va_base == 0 && hello.va_size == 0;
+    if (rsp.hdr.status == XENHSA_STATUS_BAD_ADDRESS && !no_proposal &&
+        (!xenhsa_va_range_ok(hello.va_base, hello.va_size) ||
+         hello.va_base < XENHSA_VA_WINDOW_FLOOR || hello.va_size != req.va_size)) {
         return XENHSA_STATUS_BAD_ADDRESS;
     }
     return XENHSA_STATUS_OK;

@@ -15,9 +15,15 @@ namespace xenhsa::hsa::detail {
 
 namespace {
 
-// A slot stays busy for a moment after its wait is decided (while `done` runs), so there
-// are twice as many slots as pending waits allowed.
+// A slot stays busy for a moment after its wait is decided (while `done` runs, or while a
+// cancelled wait leaves the device), so there are twice as many slots as pending waits
+// allowed.
 uint32_t slot_capacity(uint32_t max_waits) { return max_waits == 0 ? 0 : 2 * max_waits; }
+
+// How long start() waits for a cancelled or finished wait to give its slot back when every
+// slot is busy. Those waits end on their own at once; the bound only guards a device that
+// ignores its cancel event.
+constexpr auto kSlotSettle = std::chrono::seconds(2);
 
 bool names_tag(const WaitEngine::Request& request, uint32_t tag) {
     for (uint32_t i = 0; i < request.count; ++i) {
@@ -49,22 +55,28 @@ uint32_t WaitEngine::pending() const noexcept {
 Result<uint64_t> WaitEngine::start(const Request& request, GpuSession::WaitDone done) {
     Slot* slot = nullptr;
     {
-        std::lock_guard lock(mutex_);
+        std::unique_lock lock(mutex_);
         if (pending_ >= max_waits_) {
             return quota_exceeded();
         }
-        for (auto& candidate : slots_) {
-            if (candidate->state == State::idle) {
-                slot = candidate.get();
-                break;
+        const auto idle_slot = [&] {
+            for (auto& candidate : slots_) {
+                if (candidate->state == State::idle) {
+                    return candidate.get();
+                }
             }
-        }
-        if (slot == nullptr) {
-            if (slots_.size() >= slot_capacity(max_waits_)) {
-                return quota_exceeded();
-            }
+            return static_cast<Slot*>(nullptr);
+        };
+        slot = idle_slot();
+        if (slot == nullptr && slots_.size() < slot_capacity(max_waits_)) {
             slots_.push_back(std::make_unique<Slot>());
             slot = slots_.back().get();
+        }
+        // Every slot is busy, but fewer than max_waits with pending waits: the others hold
+        // waits that are cancelled or done and give their slots back by themselves.
+        const auto freed = [&] { return (slot = idle_slot()) != nullptr; };
+        if (slot == nullptr && !settled_.wait_for(lock, kSlotSettle, freed)) {
+            return quota_exceeded();
         }
         // Reserved: only this (the worker) thread moves a slot out of idle.
         slot->state = State::finishing;
@@ -105,6 +117,7 @@ Result<uint64_t> WaitEngine::start(const Request& request, GpuSession::WaitDone 
     slot->done = std::move(done);
     slot->id = ++next_id_;
     slot->state = State::pending;
+    slot->counted = true;
     slot->in_device = true;
     slot->has_work = true;
     ++pending_;
@@ -130,6 +143,9 @@ bool WaitEngine::cancel(uint64_t wait) noexcept {
         }
         (*it)->state = State::cancelling;
         cancel_event = (*it)->cancel_event;
+        // Answered CANCELLED from now on: no longer pending, whenever the thread ends it.
+        (*it)->counted = false;
+        --pending_;
     }
     fire_cancel(cancel_event);
     return true;
@@ -236,7 +252,9 @@ void WaitEngine::run(Slot& slot) noexcept {
             outcome = {WaitEnd::cancelled, 0, 0};
         }
         slot.state = State::finishing;
-        --pending_;
+        if (std::exchange(slot.counted, false)) {
+            --pending_;
+        }
         GpuSession::WaitDone done = std::move(slot.done);
         slot.done = nullptr;
         settled_.notify_all();

@@ -42,7 +42,8 @@ public:
 
     // EDQUOT when max_waits waits are pending; device errors from preparing the cancel event.
     Result<uint64_t> start(const Request& request, GpuSession::WaitDone done);
-    // true when the wait was pending; it then ends `cancelled`.
+    // true when the wait was pending; it then ends `cancelled`, and no longer counts
+    // against max_waits from this moment on (its answer is the caller's to give).
     bool cancel(uint64_t wait) noexcept;
     // Cancels the pending waits that name `tag`, and returns once none of them is inside
     // the device any more (so the event may be destroyed).
@@ -63,6 +64,7 @@ private:
         State state = State::idle;
         bool has_work = false;
         bool in_device = false;
+        bool counted = false;  // in pending_: started and neither ended nor cancelled
         bool stop = false;
         bool has_cancel_event = false;
         EventId cancel_event = 0;

@@ -6,6 +6,7 @@
 #include <xenhsa/proto/queue.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <new>
 #include <system_error>
@@ -56,6 +57,26 @@ bool pointer_ok(Va va) noexcept {
     return va != 0 && va % sizeof(uint64_t) == 0 && va < XENHSA_VA_LIMIT;
 }
 
+bool overlaps(Va a, uint64_t a_size, Va b, uint64_t b_size) noexcept {
+    return a < b + b_size && b < a + a_size;
+}
+
+// Any of the ring, read and write pointer of `a` overlaps any of `b`'s.
+bool queue_memory_overlaps(const soft::QueueMemory& a, const soft::QueueMemory& b) noexcept {
+    const std::array<std::pair<Va, uint64_t>, 3> as{
+        {{a.ring, a.ring_size}, {a.rptr, sizeof(uint64_t)}, {a.wptr, sizeof(uint64_t)}}};
+    const std::array<std::pair<Va, uint64_t>, 3> bs{
+        {{b.ring, b.ring_size}, {b.rptr, sizeof(uint64_t)}, {b.wptr, sizeof(uint64_t)}}};
+    for (const auto& [va, size] : as) {
+        for (const auto& [vb, sb] : bs) {
+            if (overlaps(va, size, vb, sb)) {
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 bool queue_spec_ok(const QueueSpec& spec) noexcept {
     const bool type_ok = spec.type == QueueType::compute_aql || spec.type == QueueType::sdma;
     const bool ring_size_ok = spec.ring_size >= XENHSA_QUEUE_RING_MIN &&
@@ -65,7 +86,8 @@ bool queue_spec_ok(const QueueSpec& spec) noexcept {
            spec.priority >= XENHSA_QUEUE_PRIORITY_MIN &&
            spec.priority <= XENHSA_QUEUE_PRIORITY_MAX && ring_size_ok && spec.ring != 0 &&
            xenhsa_va_range_ok(spec.ring, spec.ring_size) != 0 && pointer_ok(spec.rptr) &&
-           pointer_ok(spec.wptr);
+           pointer_ok(spec.wptr) && !overlaps(spec.rptr, 8, spec.ring, spec.ring_size) &&
+           !overlaps(spec.wptr, 8, spec.ring, spec.ring_size) && spec.rptr != spec.wptr;
 }
 
 }  // namespace
@@ -173,6 +195,12 @@ Result<QueueId> SoftAgent::make_queue(const QueueSpec& spec) {
         return errc(std::errc::not_enough_memory);
     }
     const soft::QueueMemory memory{spec.ring, spec.ring_size, spec.rptr, spec.wptr};
+    // Two processors on one ring would fetch, retire and write it twice over.
+    for (const auto& [id, queue] : queues_) {
+        if (queue && queue_memory_overlaps(memory, queue->memory())) {
+            return errc(std::errc::device_or_resource_busy);
+        }
+    }
     auto held = memory_.hold_queue_memory(memory, kGpuNodeBit);
     if (!held) {
         return held.error();

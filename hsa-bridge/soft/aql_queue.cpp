@@ -106,6 +106,7 @@ AqlQueue::AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const 
       active_(spec.percentage > 0) {
     // Where the guest left the read index (zero for a fresh amd_queue_t): read once.
     read_ = guest_atomic<uint64_t>(memory_.rptr).load(std::memory_order_acquire);
+    wptr_seen_ = read_;
 }
 
 AqlQueue::~AqlQueue() { stop(); }
@@ -179,10 +180,24 @@ uint64_t AqlQueue::load_wptr() const noexcept {
     return guest_atomic<uint64_t>(memory_.wptr).load(std::memory_order_acquire);
 }
 
-// The write dispatch id is guest-written: anything not ahead of us means no work.
-bool AqlQueue::work_arrived(uint64_t read) const noexcept {
-    return static_cast<int64_t>(load_wptr() - read) > 0;
+// The write dispatch id is guest-written and only compared, never trusted.
+bool AqlQueue::work_arrived(uint64_t read) const noexcept { return load_wptr() != read; }
+
+AqlQueue::WriteIndex AqlQueue::check_write_index() noexcept {
+    const uint64_t wptr = load_wptr();
+    // Behind a value it already had: no producer publishes that.
+    if (static_cast<int64_t>(wptr - wptr_seen_) < 0) {
+        return WriteIndex::invalid;
+    }
+    wptr_seen_ = wptr;
+    return wptr == read_ ? WriteIndex::no_work : WriteIndex::work;
 }
+
+// ROCr reserves a slot by adding to the write index first and waits for room afterwards,
+// so a producer that finds the ring full is one (a slot per waiting thread) past it while
+// the packet at the read index is there to run. Nothing to run and more than a ring
+// ahead, though, is no producer's index.
+bool AqlQueue::past_the_ring() const noexcept { return wptr_seen_ - read_ > slot_mask_ + 1; }
 
 bool AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout) {
     std::unique_lock lock(mutex_);
@@ -234,7 +249,12 @@ void AqlQueue::process_packets() {
             }
             seen = doorbells_;  // before the wptr load: a later doorbell wakes the wait
         }
-        if (!work_arrived(read_)) {
+        const WriteIndex index = check_write_index();
+        if (index == WriteIndex::invalid) {
+            fail(std::nullopt);  // a queue error, as for an invalid packet
+            return;
+        }
+        if (index == WriteIndex::no_work) {
             idle.step(
                 [&] { return work_arrived(read_); },
                 [&](std::chrono::microseconds timeout) { return wait_doorbell(seen, timeout); });
@@ -247,6 +267,10 @@ void AqlQueue::process_packets() {
                 stall = kStallBackoffMin;
                 break;
             case Step::stall:
+                if (past_the_ring()) {
+                    fail(std::nullopt);  // a queue error, as for an invalid packet
+                    return;
+                }
                 // The producer has reserved the slot but not yet stored its header. It rings
                 // the doorbell after storing it; the timeout covers producers that do not.
                 agent_.kicks.sleeping();

@@ -16,8 +16,10 @@
 //
 // Busy queues poll the write pointer; an idle queue waits as IdleWait says (spin, back
 // off, then ask for kicks and block with a slow re-check). An error
-// (a GPU page fault, an invalid packet) stops the queue for good: workgroups not started
-// are skipped, and the agent signals the error event and reports the fault once.
+// (a GPU page fault, an invalid packet, a write index that went backwards, or one more
+// than a ring ahead of the read index while the packet there has not been stored) stops
+// the queue for good: workgroups not started are skipped, and the agent signals the error
+// event and reports the fault once.
 #ifndef XENHSA_HSA_SOFT_AQL_QUEUE_HPP
 #define XENHSA_HSA_SOFT_AQL_QUEUE_HPP
 
@@ -66,6 +68,7 @@ public:
 
 private:
     enum class Step : uint8_t { next, stall, stop };
+    enum class WriteIndex : uint8_t { no_work, work, invalid };
 
     void run() noexcept;
     void process_packets();
@@ -82,6 +85,10 @@ private:
     // Sleeps until a doorbell after `seen`, a stop or the timeout; true unless it timed out.
     bool wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
     bool work_arrived(uint64_t read) const noexcept;
+    // Loads the write index once: invalid when it went backwards.
+    WriteIndex check_write_index() noexcept;
+    // The write index last seen is more than a ring ahead of read_.
+    [[nodiscard]] bool past_the_ring() const noexcept;
     uint64_t load_wptr() const noexcept;
 
     AgentShared& agent_;
@@ -91,7 +98,8 @@ private:
     uint64_t slot_mask_;
     bool ring_writable_;
     bool active_;
-    uint64_t read_ = 0;  // the processor's read dispatch id
+    uint64_t read_ = 0;       // the processor's read dispatch id
+    uint64_t wptr_seen_ = 0;  // the highest write dispatch id seen
 
     std::mutex mutex_;
     std::condition_variable cv_;

@@ -21,19 +21,29 @@ DispatchJob::DispatchJob(AqlQueue &queue, const BuiltinKernel &kernel, const Dis
 
 void DispatchJob::run() noexcept
 {
+    const uint64_t total = shape_.total_groups;
     for (;;) {
-        const uint64_t index = next_.fetch_add(1, std::memory_order_relaxed);
-        if (index >= shape_.total_groups) {
-            return; // all taken; the queue may already be gone
-        }
-        if (!queue_.halted()) {
+        uint64_t finished = 1;
+        if (queue_.halted()) {
+            // Take every workgroup not yet started in one step: a halt ends the dispatch
+            // in the time of the workgroups running, not of the 2^32 it may have left.
+            const uint64_t first = next_.exchange(total, std::memory_order_relaxed);
+            if (first >= total) {
+                return; // all taken; the queue may already be gone
+            }
+            finished = total - first;
+        } else {
+            const uint64_t index = next_.fetch_add(1, std::memory_order_relaxed);
+            if (index >= total) {
+                return; // all taken; the queue may already be gone
+            }
             if (auto fault = run_workgroup(index)) {
                 queue_.fail(fault);
             }
         }
         // acq_rel: the last worker sees every other worker's stores before it releases
         // them through the completion signal.
-        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == shape_.total_groups) {
+        if (done_.fetch_add(finished, std::memory_order_acq_rel) + finished == total) {
             queue_.dispatch_done(*this);
             return;
         }

@@ -105,6 +105,23 @@ TEST_F(ClientTest, HelloFollowsABadAddressCounterProposal)
     EXPECT_EQ(link_.requests.size(), 2u);
 }
 
+// A window the backend refuses outright (below the floor, say) comes back as BAD_ADDRESS
+// without a proposal: that is the refusal, not a broken backend (issue 11, item 4).
+TEST_F(ClientTest, HelloRefusedWithoutAProposalIsReportedAsTheRefusal)
+{
+    link_.handler = [](const xenhsa_req_slot &) -> std::optional<FakeAnswer> {
+        FakeAnswer a = FakeAnswer::ok(xenhsa_hello_rsp{});
+        a.status = XENHSA_STATUS_BAD_ADDRESS;
+        return a;
+    };
+    auto s = client_.hello({XENHSA_FEATURES_V1, kWindow, 0});
+    ASSERT_FALSE(s);
+    EXPECT_EQ(status_of(s.error()), int64_t{XENHSA_STATUS_BAD_ADDRESS}) << s.error().message();
+    EXPECT_FALSE(link_.broken);
+    EXPECT_FALSE(client_.broken());
+    EXPECT_EQ(link_.requests.size(), 1u);
+}
+
 TEST_F(ClientTest, HelloVersionErrorIsReported)
 {
     link_.handler = [](const xenhsa_req_slot &) -> std::optional<FakeAnswer> {

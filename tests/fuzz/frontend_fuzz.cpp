@@ -60,8 +60,10 @@ void use_accepted(const xenhsa_rsp_slot& rsp, const SentRequest& sent) {
     if (rsp.hdr.status != XENHSA_STATUS_OK) {
         if (cmd == XENHSA_CMD_HELLO && rsp.hdr.status == XENHSA_STATUS_BAD_ADDRESS) {
             const auto r = proto::payload_as<xenhsa_hello_rsp>(rsp);
-            XENHSA_FUZZ_CHECK(xenhsa_va_range_ok(r.va_base, r.va_size) != 0 &&
-                                  r.va_size == sent.payload.as<xenhsa_hello_req>().va_size,
+            const bool none = r.va_base == 0 && r.va_size == 0;  // refused outright
+            XENHSA_FUZZ_CHECK(none || (xenhsa_va_range_ok(r.va_base, r.va_size) != 0 &&
+                                       r.va_base >= XENHSA_VA_WINDOW_FLOOR &&
+                                       r.va_size == sent.payload.as<xenhsa_hello_req>().va_size),
                               "an accepted HELLO proposal is no valid window of the asked size");
         }
         return;

@@ -7,6 +7,7 @@ constexpr uint64_t kPage = 4096;
 constexpr uint64_t kVaLimit = uint64_t{1} << 47;
 constexpr uint64_t kWindowMin = uint64_t{1} << 30;
 constexpr uint64_t kWindowMax = uint64_t{1} << 43;
+constexpr uint64_t kWindowFloor = uint64_t{1} << 30;
 constexpr uint32_t kInlineGrefs = 52;
 constexpr uint32_t kGrefsPerIndirect = 1024;
 constexpr uint32_t kMaxPages = kInlineGrefs * kGrefsPerIndirect;  // 53248
@@ -58,7 +59,7 @@ uint32_t hello(std::span<const uint8_t> p) {
     if (size < kWindowMin || size > kWindowMax || !aligned(size)) {
         return kBadArgument;
     }
-    if (base != 0 && !va_range_ok(base, size)) {
+    if (base != 0 && (base < kWindowFloor || !va_range_ok(base, size))) {
         return kBadAddress;
     }
     return kOk;
@@ -166,8 +167,13 @@ uint32_t queue_create(std::span<const uint8_t> p) {
         (ring_size & (ring_size - 1)) != 0) {
         return kBadArgument;
     }
-    if (!va_range_ok(le(p, 16, 8), ring_size) || !pointer_ok(le(p, 32, 8)) ||
-        !pointer_ok(le(p, 40, 8))) {
+    const uint64_t ring = le(p, 16, 8), rptr = le(p, 32, 8), wptr = le(p, 40, 8);
+    if (!va_range_ok(ring, ring_size) || !pointer_ok(rptr) || !pointer_ok(wptr)) {
+        return kBadAddress;
+    }
+    // Disjoint: each pointer is one 8-byte word, the ring a page-aligned range.
+    const auto in_ring = [&](uint64_t ptr) { return ptr >= ring && ptr - ring < ring_size; };
+    if (in_ring(rptr) || in_ring(wptr) || rptr == wptr) {
         return kBadAddress;
     }
     return kOk;
@@ -359,7 +365,8 @@ uint32_t check_hello_response(std::span<const uint8_t> r, std::span<const uint8_
         slots > 128 || le(r, 44, 4) >= slots) {
         return kBadArgument;
     }
-    if (!va_range_ok(le(r, 16, 8), le(r, 24, 8)) || le(r, 24, 8) != le(req, 24, 8)) {
+    if (!va_range_ok(le(r, 16, 8), le(r, 24, 8)) || le(r, 16, 8) < kWindowFloor ||
+        le(r, 24, 8) != le(req, 24, 8)) {
         return kBadAddress;
     }
     return kOk;

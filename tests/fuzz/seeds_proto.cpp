@@ -71,6 +71,7 @@ void proto_seeds(SeedSet& out) {
     };
     raw("hello", slot(XENHSA_CMD_HELLO, 1, hello(0)));
     raw("hello-base", slot(XENHSA_CMD_HELLO, 2, hello(kBase)));
+    raw("hello-below-floor", slot(XENHSA_CMD_HELLO, 2, hello(0x1000)));
     raw("query", slot(XENHSA_CMD_QUERY, 3, query));
     raw("map", slot(XENHSA_CMD_MAP, 4, map));
     raw("map-indirect", slot(XENHSA_CMD_MAP, 5, indirect));
@@ -80,6 +81,9 @@ void proto_seeds(SeedSet& out) {
     raw("alloc", slot(XENHSA_CMD_ALLOC, 9, alloc));
     raw("queue-create", slot(XENHSA_CMD_QUEUE_CREATE, 10, queue));
     raw("queue-create-sdma", slot(XENHSA_CMD_QUEUE_CREATE, 10, sdma));
+    auto overlapping = queue;
+    overlapping.rptr_va = kBase + 64;  // the read index inside the ring
+    raw("queue-create-rptr-in-ring", slot(XENHSA_CMD_QUEUE_CREATE, 10, overlapping));
     raw("event-create", slot(XENHSA_CMD_EVENT_CREATE, 11, event));
     raw("event-wait", slot(XENHSA_CMD_EVENT_WAIT, 12, wait));
     raw("event-wait-cancel", slot(XENHSA_CMD_EVENT_WAIT_CANCEL, 13, cancel));

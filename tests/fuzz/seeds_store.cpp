@@ -133,6 +133,14 @@ void store_seeds(SeedSet& out) {
                             .write(kEvent, "12345678901234567890123")
                             .state(3));
     add("missing-key", Script("", 0, 3).keys().rm(kNotify).state(3).state(1).state(4));
+    add("grant-named-twice", Script("100", kMax10, 3)
+                                 .keys()
+                                 .write(kNotify, "100")
+                                 .state(3)
+                                 .state(1)
+                                 .write(kNotify, "200")
+                                 .write(kDoorbell, "200")
+                                 .state(3));
     add("bad-state", Script("9", kMax9, 3)
                          .keys()
                          .state_text("Initialised")

@@ -26,6 +26,7 @@
 #include <xenhsa/proto/ring.h>
 #include <xenhsa/proto/xenbus.h>
 
+#include <algorithm>
 #include <array>
 #include <boost/asio/io_context.hpp>
 #include <cerrno>
@@ -157,6 +158,17 @@ ReferenceKeys reference_keys(xen::Store& store, const std::string& dir, uint32_t
         }
         return p.value;
     };
+    // Every grant key names a page no earlier grant key names (EEXIST otherwise).
+    std::vector<uint64_t> grants;
+    const auto distinct = [&](const std::string& key, uint64_t ref) {
+        if (std::find(grants.begin(), grants.end(), ref) != grants.end()) {
+            out.bad_key = key;
+            out.bad_errno = EEXIST;
+            return false;
+        }
+        grants.push_back(ref);
+        return true;
+    };
     svc::FrontendKeys k;
     const auto order = read(XENHSA_XS_RING_PAGE_ORDER, std::min(max_order, 3u), 0);
     if (!order) {
@@ -167,17 +179,17 @@ ReferenceKeys reference_keys(xen::Store& store, const std::string& dir, uint32_t
         const std::string key =
             std::string(XENHSA_XS_RING_REF) + (k.ring_page_order == 0 ? "" : std::to_string(i));
         const auto ref = read(key, 0xFFFFFFFFu, std::nullopt);
-        if (!ref) {
+        if (!ref || !distinct(key, *ref)) {
             return out;
         }
         k.ring_refs.push_back(static_cast<xen::GrantRef>(*ref));
     }
     const auto notify = read(XENHSA_XS_NOTIFY_REF, 0xFFFFFFFFu, std::nullopt);
-    if (!notify) {
+    if (!notify || !distinct(XENHSA_XS_NOTIFY_REF, *notify)) {
         return out;
     }
     const auto doorbell = read(XENHSA_XS_DOORBELL_REF, 0xFFFFFFFFu, std::nullopt);
-    if (!doorbell) {
+    if (!doorbell || !distinct(XENHSA_XS_DOORBELL_REF, *doorbell)) {
         return out;
     }
     const auto port =
@@ -407,7 +419,8 @@ private:
             return;  // a malformed frontend state; a factory failure
         }
         XENHSA_FUZZ_CHECK(reason == "missing" || reason == "not a decimal store value" ||
-                              reason == "out of range",
+                              reason == "out of range" ||
+                              reason == "names a grant another key names",
                           "a key error with an unknown reason (an echoed value?)");
         const ReferenceKeys want = reference_keys(toolstack_, fe_, factory_.max_order);
         XENHSA_FUZZ_CHECK(!want.keys.has_value(), "a well-formed set of keys was refused");

@@ -52,6 +52,18 @@ TEST(ProtoHello, RejectsBadVersionsSizesAndWindows) {
     EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
+// A window may not start below 1 GiB: guest data must never sit where a NULL-plus-offset
+// dereference in the worker lands (issue 11, item 4).
+TEST(ProtoHello, RefusesAWindowBelowTheFloor) {
+    auto req = valid_hello();
+    req.va_base = 0x1000;
+    EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_BAD_ADDRESS);
+    req.va_base = (1ull << 30) - XENHSA_PAGE_SIZE;
+    EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_BAD_ADDRESS);
+    req.va_base = 1ull << 30;
+    EXPECT_EQ(check(XENHSA_CMD_HELLO, req), XENHSA_STATUS_OK);
+}
+
 TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem) {
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_SYSTEM, 0, 0, 0}),
               XENHSA_STATUS_OK);
@@ -196,10 +208,32 @@ TEST(ProtoQueue, ChecksTypeRingAndPointers) {
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
 }
 
+// The agent writes the read index: it must not land in the packet ring or on the write
+// index (issue 11, item 4).
+TEST(ProtoQueue, RingAndPointersMustNotOverlap) {
+    auto q = valid_queue();
+    q.rptr_va = kVa + 64;  // inside the ring
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
+    q = valid_queue();
+    q.wptr_va = kVa + 4096 - 8;  // the ring's last word
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
+    q = valid_queue();
+    q.wptr_va = q.rptr_va;
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ADDRESS);
+    q = valid_queue();
+    q.rptr_va = kVa + 4096;  // right after the ring, and right before the write index
+    q.wptr_va = kVa + 4096 + 8;
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_OK);
+    q.rptr_va = kVa - 8;  // right before the ring
+    EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_OK);
+}
+
 TEST(ProtoQueue, SdmaQueuesFollowTheSameRingAndPointerRules) {
     auto q = valid_queue();
     q.type = XENHSA_QUEUE_SDMA;
     q.ring_size = 1u << 20;  // ROCr's SDMA ring
+    q.rptr_va = kVa + q.ring_size;
+    q.wptr_va = q.rptr_va + 8;
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_OK);
     q.ring_size = XENHSA_QUEUE_RING_MAX * 2;
     EXPECT_EQ(check(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_BAD_ARGUMENT);

@@ -24,6 +24,15 @@ TEST(ProtoResponses, HelloGrantsOnlyWhatWasAskedInASaneWindow)
     EXPECT_EQ(xenhsa_check_hello_rsp(&bad, &req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
+TEST(ProtoResponses, HelloWindowBelowTheFloorIsRefused)
+{
+    const xenhsa_hello_req req{1, 1, 0, 0, 1ull << 30};
+    xenhsa_hello_rsp rsp{1, 16, 0, 1ull << 30, 1ull << 30, 100, 100, 100, 15};
+    EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_OK);
+    rsp.va_base = 0x10000;
+    EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_BAD_ADDRESS);
+}
+
 TEST(ProtoResponses, QueryChunkStaysInsideTheResult)
 {
     const xenhsa_query_req req{XENHSA_QUERY_NODE, 1, 0, 224};

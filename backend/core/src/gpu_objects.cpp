@@ -64,6 +64,16 @@ bool GpuObjects::range_held(uint64_t va, uint64_t size) const noexcept {
     return false;
 }
 
+bool GpuObjects::queue_uses(uint64_t va, uint64_t size) const noexcept {
+    for (const auto& [h, q] : queues_) {
+        if (any_queue_range(q,
+                            [&](uint64_t r, uint64_t rs) { return overlaps(r, rs, va, size); })) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool GpuObjects::pinned(uint64_t va, uint64_t size) const noexcept {
     for (const auto& [h, m] : memory_) {
         if (!m.alloc && !m.released && overlaps(m.va, m.size, va, size)) {

@@ -2,6 +2,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <vector>
 #include <xenhsa/backend/core/doorbell_watch.hpp>
 #include <xenhsa/backend/core/guest_core.hpp>
 
@@ -11,6 +12,9 @@ namespace {
 // While notifications wait for room on a full notify page, retry this often: the guest
 // does not kick the backend when it consumes them.
 constexpr std::chrono::milliseconds kNotifyRetry{20};
+// Ports one wake-up keeps masked: the core binds one; more would be the platform's bug.
+constexpr std::size_t kMaxFiredPorts = 8;
+constexpr std::size_t kMaxPendingReads = 2 * kMaxFiredPorts;
 
 }  // namespace
 
@@ -19,7 +23,7 @@ constexpr std::chrono::milliseconds kNotifyRetry{20};
 struct GuestCore::Driver {
     Driver(boost::asio::io_context& io_, xen::EventChannel& events_, xen::Port local_,
            const GuestPages& pages_, Session& session_, RingServer& ring_, uint32_t budget_,
-           CoreFatal on_fatal_)
+           const SpuriousEventPolicy& spurious_, CoreFatal on_fatal_)
         : io(io_),
           events(events_),
           local(local_),
@@ -29,13 +33,18 @@ struct GuestCore::Driver {
           budget(budget_),
           on_fatal(std::move(on_fatal_)),
           fd(io_),
-          retry(io_) {}
+          retry(io_),
+          late_eoi(io_),
+          spurious(spurious_) {
+        fired.reserve(kMaxFiredPorts);
+    }
 
     ~Driver() {
         boost::system::error_code ignored;
         fd.cancel(ignored);
         (void)fd.release();  // the EventChannel owns the fd
         retry.cancel();
+        late_eoi.cancel();
     }
 
     void kick() noexcept { (void)events.notify(local); }
@@ -65,8 +74,10 @@ struct GuestCore::Driver {
             fail("event channel wait failed: " + error.message());
             return;
         }
-        // One pending() per port that fired; unmask what was delivered.
-        for (;;) {
+        // One pending() per port that fired; what was delivered stays masked until the
+        // pass has shown whether the guest kicked for something (late EOI). Bounded: what
+        // is left is readable again at once.
+        for (std::size_t reads = 0; reads < kMaxPendingReads; ++reads) {
             auto port = events.pending();
             if (!port) {
                 fail("event channel: " + port.error().message());
@@ -75,12 +86,60 @@ struct GuestCore::Driver {
             if (!port.value()) {
                 break;
             }
-            (void)events.unmask(*port.value());
+            if (fired.size() < kMaxFiredPorts) {
+                fired.push_back(*port.value());
+            } else {
+                (void)events.unmask(*port.value());
+            }
         }
         pass();
-        if (!dead) {
-            wait();
+        if (dead) {
+            return;
         }
+        const auto delay = spurious.wakeup(took_work());
+        if (delay.count() == 0) {
+            rearm();
+            return;
+        }
+        // Spurious kicks in a row: the channel stays masked for a while, and its fd leaves
+        // the loop's epoll set too (a platform whose fd still stirs for a masked port
+        // would wake the loop for nothing). Passes from elsewhere (budget, answers, the
+        // doorbell watch) go on meanwhile.
+        (void)fd.release();
+        std::weak_ptr<int> alive = life;
+        late_eoi.expires_after(delay);
+        late_eoi.async_wait([this, alive](const boost::system::error_code& timer_error) {
+            if (alive.expired() || timer_error == boost::asio::error::operation_aborted || dead) {
+                return;
+            }
+            boost::system::error_code assign_error;
+            fd.assign(events.fd(), assign_error);
+            if (assign_error) {
+                fail("event channel: " + assign_error.message());
+                return;
+            }
+            rearm();
+            pass();  // what was latched while masked is delivered again after the unmask
+        });
+    }
+
+    // Whether a request was consumed or a doorbell forwarded since the last wake-up by
+    // the event channel, by any pass.
+    bool took_work() noexcept {
+        const uint32_t cons = ring.req_cons();
+        const uint64_t doorbells = session.doorbells_forwarded();
+        const bool work = cons != last_req_cons || doorbells != last_doorbells;
+        last_req_cons = cons;
+        last_doorbells = doorbells;
+        return work;
+    }
+
+    void rearm() noexcept {
+        for (const xen::Port port : fired) {
+            (void)events.unmask(port);
+        }
+        fired.clear();
+        wait();
     }
 
     void schedule() {
@@ -150,6 +209,7 @@ struct GuestCore::Driver {
         boost::system::error_code ignored;
         fd.cancel(ignored);
         retry.cancel();
+        late_eoi.cancel();
         if (watch) {
             watch->stop();
         }
@@ -168,6 +228,11 @@ struct GuestCore::Driver {
     CoreFatal on_fatal;
     boost::asio::posix::stream_descriptor fd;
     boost::asio::steady_timer retry;
+    boost::asio::steady_timer late_eoi;  // unmasks the channel after a spurious streak
+    SpuriousEventThrottle spurious;
+    std::vector<xen::Port> fired;  // delivered, still masked
+    uint32_t last_req_cons = 0;
+    uint64_t last_doorbells = 0;
     std::unique_ptr<DoorbellWatch> watch;  // only for a GPU seam that does not track kicks
     std::shared_ptr<int> life = std::make_shared<int>(0);
     bool posted = false;
@@ -207,6 +272,7 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
     session_options.features = options.features;
     session_options.proposal_base = options.proposal_base;
     session_options.notify_page = pages.notify;
+    session_options.doorbell_page = pages.doorbell;
     core->session_ = std::make_unique<Session>(io, seams, session_options);
 
     GuestCore* self = core.get();
@@ -226,9 +292,9 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
         }
     });
 
-    core->driver_ =
-        std::make_unique<Driver>(io, events, local, pages, *core->session_, *core->ring_,
-                                 options.quotas.ring_budget, std::move(on_fatal));
+    core->driver_ = std::make_unique<Driver>(io, events, local, pages, *core->session_,
+                                             *core->ring_, options.quotas.ring_budget,
+                                             options.spurious_events, std::move(on_fatal));
     core->ring_->set_unblocked([self] {
         if (self->driver_) {
             self->driver_->schedule();
@@ -288,5 +354,9 @@ uint32_t GuestCore::enforce_quotas(const Quotas& quotas) noexcept {
 void GuestCore::wake() noexcept { driver_->pass(); }
 
 const DoorbellWatch* GuestCore::doorbell_watch() const noexcept { return driver_->watch.get(); }
+
+const SpuriousEventThrottle& GuestCore::spurious_events() const noexcept {
+    return driver_->spurious;
+}
 
 }  // namespace xenhsa::backend::core

@@ -45,7 +45,8 @@ Session::Session(boost::asio::io_context& io, const SessionSeams& seams,
       map_revoke_(MapRevokeSeams{seams.guest, seams.mapper, seams.sharer, seams.gpu}, window_,
                   notify_, options.quotas.max_handles),
       topology_(seams.gpu != nullptr ? &seams.gpu->device() : nullptr),
-      gate_(std::make_shared<Gate>()) {
+      gate_(std::make_shared<Gate>()),
+      doorbell_page_(options.doorbell_page) {
     map_revoke_.set_observer(this);
     const std::size_t lost_capacity = 2 * std::size_t{quotas_.max_queues} + 16;
     gate_->lost.reserve(lost_capacity);

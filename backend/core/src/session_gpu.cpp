@@ -159,7 +159,9 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
         if (window_.ranges().overlap(r.va, r.size) == RangeMap::Overlap::revoked_lend) {
             return fail(XENHSA_STATUS_REVOKED);
         }
-        if (!gpu_objects_.gpu_mapped_on(r.va, r.size, req.node)) {
+        // A live queue's memory is its own: two queues never share a ring or a pointer.
+        if (!gpu_objects_.gpu_mapped_on(r.va, r.size, req.node) ||
+            gpu_objects_.queue_uses(r.va, r.size)) {
             return fail(XENHSA_STATUS_BAD_ADDRESS);
         }
     }
@@ -177,6 +179,13 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
     gpu_objects_.add_queue(q.handle, GpuObjects::Queue{req.ring_va, req.ring_size, req.rptr_va,
                                                        req.wptr_va, q.doorbell_index, false});
     if (q.doorbell_index < doorbell_seen_.size()) {
+        // The slot may still hold what a destroyed queue left there, and the new queue's
+        // first value may equal it: clear it, so that any value it writes is news. The
+        // guest learns the index from this answer, so it cannot have rung it yet.
+        if (doorbell_page_ != nullptr) {
+            __atomic_store_n(&doorbell_page_->doorbell[q.doorbell_index], uint64_t{0},
+                             __ATOMIC_RELEASE);
+        }
         doorbell_seen_[q.doorbell_index] = 0;
     }
     xenhsa_queue_create_rsp rsp{};
@@ -218,7 +227,10 @@ Reply Session::event_create(const xenhsa_event_create_req& req, uint32_t seqno) 
     xenhsa_event_create_rsp rsp{};
     rsp.handle = created.value().handle;
     rsp.event_id = created.value().event_id;
-    rsp.mailbox_va = created.value().mailbox;
+    // A mailbox outside the window is the worker's memory (KFD's event page): its
+    // address tells the guest about the worker's layout and is of no use to it.
+    const uint64_t mailbox = created.value().mailbox;
+    rsp.mailbox_va = window_.contains(mailbox, sizeof(uint64_t)) ? mailbox : 0;
     return make_reply(XENHSA_CMD_EVENT_CREATE, seqno, XENHSA_STATUS_OK, rsp);
 }
 

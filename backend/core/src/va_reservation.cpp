@@ -1,5 +1,6 @@
 #include <sys/mman.h>
 #include <xenhsa/proto/common.h>
+#include <xenhsa/proto/hello.h>
 
 #include <cerrno>
 #include <utility>
@@ -14,7 +15,11 @@ constexpr uint64_t kCandidateAlign = 1ull << 30;
 // Bounds the search for a free candidate; past it the kernel chooses.
 constexpr unsigned kMaxCandidates = 4096;
 
-bool range_ok(uint64_t base, uint64_t size) noexcept { return xenhsa_va_range_ok(base, size) != 0; }
+// Never below the floor: guest memory must not sit where a NULL-plus-offset dereference
+// in the worker lands.
+bool range_ok(uint64_t base, uint64_t size) noexcept {
+    return base >= XENHSA_VA_WINDOW_FLOOR && xenhsa_va_range_ok(base, size) != 0;
+}
 
 // MAP_FIXED_NOREPLACE: fails with EEXIST instead of replacing anything. A kernel older
 // than 4.17 treats the flag as a hint and may map elsewhere: that counts as EEXIST too.
@@ -66,8 +71,8 @@ Result<VaReservation> VaReservation::anywhere(uint64_t size, uint64_t hint) noex
     }
     const uint64_t stride = (size + kCandidateAlign - 1) & ~(kCandidateAlign - 1);
     uint64_t candidate = (hint + kCandidateAlign - 1) & ~(kCandidateAlign - 1);
-    if (candidate == 0) {
-        candidate = kCandidateAlign;
+    if (candidate < XENHSA_VA_WINDOW_FLOOR) {
+        candidate = XENHSA_VA_WINDOW_FLOOR;
     }
     for (unsigned i = 0; i < kMaxCandidates && range_ok(candidate, size); ++i) {
         const int err = try_reserve(candidate, size);

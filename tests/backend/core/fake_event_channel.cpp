@@ -36,6 +36,7 @@ xen::Result<std::optional<xen::Port>> FakeEventChannel::pending() {
         }
         return xen::errno_code(errno);
     }
+    ++delivered_;
     return std::optional<xen::Port>{kPort};
 }
 

@@ -25,6 +25,8 @@ public:
     // The guest's kick.
     void kick();
     [[nodiscard]] unsigned notified() const noexcept { return notified_.load(); }
+    // Kicks pending() handed to the backend (each a wake-up of its loop).
+    [[nodiscard]] unsigned delivered() const noexcept { return delivered_.load(); }
 
 protected:
     void unbind(xen::Port) noexcept override {}
@@ -32,6 +34,7 @@ protected:
 private:
     int fd_ = -1;
     std::atomic<unsigned> notified_{0};
+    std::atomic<unsigned> delivered_{0};
 };
 
 }  // namespace xenhsa::backend::core::testing

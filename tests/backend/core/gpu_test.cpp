@@ -187,6 +187,52 @@ TEST(Queue, DoorbellsAreForwardedWhenTheyMove) {
     EXPECT_EQ(h.kfd.last_doorbell(), 6u);
 }
 
+// A new queue on the doorbell index a destroyed queue used: the old queue's value still
+// in the slot is no news, and the new queue's first doorbell is never lost, whatever value
+// it carries (issue 11, item 4).
+TEST(Queue, AReusedDoorbellIndexNeverLosesItsFirstDoorbell) {
+    GpuHarness h;
+    xenhsa_doorbell_page& page = *h.doorbell_page;
+    const auto s = h.map_pin_queue(h.base);
+    const uint32_t index = h.doorbell;
+    page.doorbell[index] = 1;  // the old queue's one packet
+    EXPECT_EQ(h.session->doorbells(page), 1u);
+    ASSERT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_OK);
+    ASSERT_NE(h.queue_ok(h.base, h.base + 4096), 0u);
+    ASSERT_EQ(h.doorbell, index);  // the freed index again
+    // Any request in between rescans the page: nothing new for the new queue yet.
+    EXPECT_EQ(h.session->doorbells(page), 0u);
+    // Its first packet: write index 1, the very value the old queue left there.
+    __atomic_store_n(&page.doorbell[index], 1u, __ATOMIC_RELEASE);
+    EXPECT_EQ(h.session->doorbells(page), 1u);
+    EXPECT_EQ(h.kfd.last_doorbell(), 1u);
+}
+
+// Two live queues on the same memory would have the GPU side fetch, retire and write one
+// ring twice over (issue 11, item 4).
+TEST(Queue, TwoLiveQueuesMayNotShareRingOrPointers) {
+    GpuHarness h;
+    const uint64_t b = h.base;
+    constexpr uint64_t kP = 4096;
+    h.map_ok(b, 8, 0);
+    ASSERT_EQ(h.map_to_gpu(h.pin_ok(b, 8 * kP)), XENHSA_STATUS_OK);
+    const hsa::Handle first = h.queue_ok(b, b + kP);  // ring page 0, pointers at page 1
+    ASSERT_NE(first, 0u);
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, h.queue_req(b, b + 2 * kP)),
+              XENHSA_STATUS_BAD_ADDRESS);  // the same ring
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, h.queue_req(b + 3 * kP, b + kP)),
+              XENHSA_STATUS_BAD_ADDRESS);  // the same pointers
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, h.queue_req(b + 3 * kP, b + kP + 8)),
+              XENHSA_STATUS_BAD_ADDRESS);  // its read index on the other's write index
+    EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, h.queue_req(b + kP, b + 2 * kP)),
+              XENHSA_STATUS_BAD_ADDRESS);  // a ring over the other's pointers
+    EXPECT_EQ(h.log.count("create_queue"), 1u);
+    const hsa::Handle second = h.queue_ok(b + 3 * kP, b + 2 * kP);  // disjoint
+    EXPECT_NE(second, 0u);
+    ASSERT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, first), XENHSA_STATUS_OK);
+    EXPECT_NE(h.queue_ok(b, b + kP), 0u);  // free again once the first is gone
+}
+
 HarnessOptions with_sdma() {
     HarnessOptions o;
     o.features = XENHSA_FEATURES_KNOWN;

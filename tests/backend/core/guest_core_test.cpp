@@ -225,6 +225,45 @@ TEST_F(GuestCoreTest, NotifyBacklogDrainsWithoutAKickFromTheGuest) {
     EXPECT_EQ(fatal, 0);
 }
 
+// A guest that kicks its event channel in a loop without work is slowed down, as Linux
+// backends do since XSA-332; a fair guest is not (issue 11, item 3).
+TEST_F(GuestCoreTest, KicksWithoutWorkAreThrottledAndRealWorkIsNot) {
+    start();
+    push(XENHSA_CMD_HELLO, 1, hello(0));
+    publish_and_kick();
+    ASSERT_EQ(collect(1).size(), 1u);
+    const unsigned before = events.delivered();
+    for (int i = 0; i < 2000; ++i) {
+        events.kick();
+        base.io.restart();
+        base.io.poll();
+    }
+    const unsigned flood = events.delivered() - before;
+    EXPECT_LT(flood, 100u) << "every kick without work woke the worker";
+    EXPECT_GT(guest->spurious_events().throttled(), 0u);
+
+    // A request is still served (once the channel is unmasked again) ...
+    xenhsa_query_req q{};
+    q.kind = XENHSA_QUERY_VERSION;
+    push(XENHSA_CMD_QUERY, 2, q);
+    publish_and_kick();
+    ASSERT_EQ(collect(1).size(), 1u);
+    // ... and a guest that kicks only for work is never held back.
+    const uint64_t throttled = guest->spurious_events().throttled();
+    const unsigned fair_before = events.delivered();
+    for (uint32_t i = 0; i < 50; ++i) {
+        push(XENHSA_CMD_QUERY, 100 + i, q);
+        publish_and_kick();
+        auto got = collect(1);
+        ASSERT_EQ(got.size(), 1u);
+        ASSERT_EQ(got[0].hdr.seqno, 100 + i);
+    }
+    EXPECT_EQ(guest->spurious_events().throttled(), throttled);
+    EXPECT_EQ(guest->spurious_events().spurious_in_a_row(), 0u);
+    EXPECT_GE(events.delivered() - fair_before, 25u);  // it kicked, and was woken for it
+    EXPECT_EQ(fatal, 0);
+}
+
 // The recording device does not track kicks, as the libhsakmt adapter: the core keeps
 // kick_requested at 1 and also polls the doorbells of live queues, so a guest that only
 // stores its doorbell (ROCr) is served without kicking.

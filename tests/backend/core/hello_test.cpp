@@ -1,4 +1,5 @@
 // HELLO (docs/protocol.md §5.1): versions, features, the window negotiation, attempts.
+#include <set>
 #include <vector>
 #include <xenhsa/backend/core/guest_core.hpp>
 
@@ -82,6 +83,40 @@ TEST(Hello, AFreshProposalIsNotTheRejectedOne) {
     const auto b = payload_of<xenhsa_hello_rsp>(*h.send(XENHSA_CMD_HELLO, h.hello_req(0)));
     EXPECT_NE(a.va_base, b.va_base);
     EXPECT_EQ(protection_at(reinterpret_cast<void*>(a.va_base)), "");  // released
+}
+
+// Guest data never sits where a NULL-plus-offset dereference in the worker lands: a
+// window below 1 GiB is refused without a proposal, and nothing is reserved there.
+TEST(Hello, WindowBelowTheFloorIsRefusedWithoutAProposal) {
+    SessionHarness h;
+    for (const uint64_t low : {uint64_t{0x1000}, uint64_t{0x10000}, kGiB - kGiB / 2}) {
+        auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(low & ~0xFFFull));
+        ASSERT_TRUE(r);
+        EXPECT_EQ(r->status, XENHSA_STATUS_BAD_ADDRESS) << std::hex << low;
+        ASSERT_EQ(r->len, sizeof(xenhsa_hello_rsp));
+        const auto p = payload_of<xenhsa_hello_rsp>(*r);
+        EXPECT_EQ(p.va_base, 0u);
+        EXPECT_EQ(p.va_size, 0u);
+        EXPECT_EQ(protection_at(reinterpret_cast<void*>(low & ~0xFFFull)), "");
+    }
+    EXPECT_NE(h.session->state(), Session::State::connected);
+}
+
+// A proposal tells the guest where a free window lies, nothing more: not the first free
+// range past a fixed base, which probing HELLOs would turn into a map of the worker
+// (issue 11, item 5).
+TEST(Hello, ProposalsAreRandomAboveTheFloor) {
+    std::set<uint64_t> first_proposals;
+    for (int session = 0; session < 4; ++session) {
+        SessionHarness h;
+        auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(0));
+        ASSERT_TRUE(r && r->status == XENHSA_STATUS_OK);
+        const auto p = payload_of<xenhsa_hello_rsp>(*r);
+        EXPECT_GE(p.va_base, WindowNegotiation::kDefaultProposalBase);
+        EXPECT_TRUE(xenhsa_va_range_ok(p.va_base, p.va_size));
+        first_proposals.insert(p.va_base);
+    }
+    EXPECT_GT(first_proposals.size(), 1u) << "every session proposed the same window";
 }
 
 TEST(Hello, VersionWithoutCommonGround) {

@@ -151,10 +151,10 @@ TEST_F(Malformed, HandlesQueryEventsAndQueues) {
     qc.node = 1;
     qc.ring_size = 4096;
     qc.ring_va = base;
-    qc.rptr_va = base + 4;
-    qc.wptr_va = base + 8;
+    qc.rptr_va = base + 4096 + 4;
+    qc.wptr_va = base + 4096 + 8;
     EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, qc), XENHSA_STATUS_BAD_ADDRESS);  // misaligned
-    qc.rptr_va = base + 16;
+    qc.rptr_va = base + 4096 + 16;
     qc.error_event = 0x4444;  // not an event: the handle step comes before addresses
     EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, qc), XENHSA_STATUS_BAD_HANDLE);
     qc.error_event = 0;

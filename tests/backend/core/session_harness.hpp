@@ -43,6 +43,7 @@ struct HarnessOptions {
     std::size_t guest_pages = 4096;
     bool log_calls = true;  // false: the fakes record nothing (they would allocate)
     uint64_t features = XENHSA_FEATURES_V1;  // what GpuHarness asks for
+    hsa::KfdDevice* device = nullptr;        // the GPU seam's device; null: `kfd`
 };
 
 class SessionHarness {
@@ -54,14 +55,18 @@ public:
           kfd(options.log_calls ? &log : nullptr) {
         notify_page.reset(static_cast<xenhsa_notify_page*>(std::aligned_alloc(4096, 4096)));
         std::memset(notify_page.get(), 0, 4096);
+        doorbell_page.reset(static_cast<xenhsa_doorbell_page*>(std::aligned_alloc(4096, 4096)));
+        std::memset(doorbell_page.get(), 0, 4096);
         if (options.gpu) {
-            gpu = std::make_unique<hsa::GpuSession>(kfd,
+            hsa::KfdDevice& device = options.device != nullptr ? *options.device : kfd;
+            gpu = std::make_unique<hsa::GpuSession>(device,
                                                     gpu_limits(options.quotas, options.ring_slots));
         }
         SessionOptions so;
         so.ring_slots = options.ring_slots;
         so.quotas = options.quotas;
         so.notify_page = notify_page.get();
+        so.doorbell_page = doorbell_page.get();
         session = std::make_unique<Session>(
             io, SessionSeams{kGuestDomId, mapper, options.sharer ? &sharer : nullptr, gpu.get()},
             so);
@@ -168,6 +173,7 @@ public:
     FakeGrantSharer sharer;
     RecordingKfd kfd;
     std::unique_ptr<xenhsa_notify_page, FreeDeleter> notify_page;
+    std::unique_ptr<xenhsa_doorbell_page, FreeDeleter> doorbell_page;
     std::unique_ptr<hsa::GpuSession> gpu;
     std::unique_ptr<Session> session;
     RecordingSink sink;

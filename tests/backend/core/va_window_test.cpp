@@ -49,6 +49,16 @@ TEST(VaReservation, RejectsBadRanges) {
     EXPECT_FALSE(VaReservation::at(XENHSA_VA_LIMIT - 4096, 8192));
 }
 
+TEST(VaReservation, NeverBelowTheFloor) {
+    auto low = VaReservation::at(0x40000000ull - 0x10000000ull, 0x10000000ull);
+    ASSERT_FALSE(low);
+    EXPECT_EQ(low.error(), std::errc::invalid_argument);
+    EXPECT_EQ(protection_at(reinterpret_cast<void*>(0x30000000ull)), "");
+    auto anywhere = VaReservation::anywhere(kGiB, 0x1000);
+    ASSERT_TRUE(anywhere);
+    EXPECT_GE(anywhere.value().base(), 1ull << 30);
+}
+
 TEST(VaReservation, RereserveDropsWhatWasMappedInside) {
     auto r = VaReservation::anywhere(kGiB, WindowNegotiation::kDefaultProposalBase);
     ASSERT_TRUE(r);

@@ -237,6 +237,14 @@ INSTANTIATE_TEST_SUITE_P(
                       BadKey{"doorbell-ref", nullptr, "2 doorbell-ref: missing"},
                       BadKey{"event-channel", nullptr, "2 event-channel: missing"}));
 
+// Every page is its own grant (issue 11, item 4): ring-ref is 100, notify-ref 200.
+INSTANTIATE_TEST_SUITE_P(
+    DistinctGrants, MalformedKeyTest,
+    ::testing::Values(
+        BadKey{"notify-ref", "100", "17 notify-ref: names a grant another key names"},
+        BadKey{"doorbell-ref", "100", "17 doorbell-ref: names a grant another key names"},
+        BadKey{"doorbell-ref", "200", "17 doorbell-ref: names a grant another key names"}));
+
 TEST_F(XenbusDeviceTest, OrderAboveWhatTheBackendAdvertisedIsRefused) {
     factory.max_order = 1;
     start_and_publish(2);
@@ -394,6 +402,15 @@ TEST(FrontendKeys, ReadsEveryKeyStrictly) {
     auto keys = read_frontend_keys(store, dir, 3);
     ASSERT_TRUE(keys.has_value());
     EXPECT_EQ(keys.value().ring_refs, (std::vector<xen::GrantRef>{4294967295u, 0u}));
+
+    // A grant named twice: the ring's pages, the notify page and the doorbell page are
+    // distinct pages, or one would overlay another.
+    ASSERT_TRUE(store.write(0, dir + "/ring-ref1", "4294967295").has_value());
+    auto twice = read_frontend_keys(store, dir, 3);
+    ASSERT_FALSE(twice.has_value());
+    EXPECT_EQ(twice.error().key, "ring-ref1");
+    EXPECT_EQ(twice.error().error, std::errc::file_exists);
+    ASSERT_TRUE(store.write(0, dir + "/ring-ref1", "0").has_value());
 
     ASSERT_TRUE(store.rm(0, dir + "/ring-ref1").has_value());
     auto missing = read_frontend_keys(store, dir, 3);

@@ -230,6 +230,56 @@ TEST_F(WaitTest, PendingWaitsHaveAQuota) {
     EXPECT_TRUE(wait({e}, 4));
 }
 
+// The backend core answers CANCELLED as soon as cancel_wait returns true, and the guest
+// may then wait again at once: a cancelled wait must stop counting against the quota
+// there, not when its thread gets round to leaving the device (issue 11, item 4).
+TEST_F(WaitTest, ACancelledWaitStopsCountingAtOnce) {
+    SessionLimits limits;
+    limits.max_waits = 2;
+    make_session(limits);
+    const Handle e = event(XENHSA_EVENT_MANUAL_RESET);
+    const HeldWaits held(device);  // the cancelled waits stay inside the device
+    auto w1 = wait({e}, 1);
+    auto w2 = wait({e}, 2);
+    ASSERT_TRUE(w1);
+    ASSERT_TRUE(w2);
+    ASSERT_TRUE(device_waiters(4));
+    EXPECT_TRUE(session->cancel_wait(w1.value()));
+    EXPECT_TRUE(session->cancel_wait(w2.value()));
+    EXPECT_TRUE(wait({e}, 3));
+    EXPECT_TRUE(wait({e}, 4));
+    EXPECT_EQ(wait({e}, 5).error(), edquot());
+    device.hold_waits(false);
+    EXPECT_EQ(done.await(1), ended(WaitEnd::cancelled, 0));
+    EXPECT_EQ(done.await(2), ended(WaitEnd::cancelled, 0));
+    EXPECT_EQ(done.count(3), 0u);
+    ASSERT_TRUE(session->set_event(e));
+    EXPECT_EQ(done.await(3), ended(WaitEnd::fired, 1));
+    EXPECT_EQ(done.await(4), ended(WaitEnd::fired, 1));
+}
+
+// Cycles of a full quota of waits, all cancelled: every cycle gets the whole quota again,
+// however far the cancelled waits' threads have got.
+TEST_F(WaitTest, CancelCyclesAlwaysGetTheWholeQuota) {
+    SessionLimits limits;
+    limits.max_waits = 8;
+    make_session(limits);
+    const Handle e = event();
+    int tag = 0;
+    for (int cycle = 0; cycle < 50; ++cycle) {
+        std::vector<uint64_t> ids;
+        for (uint32_t i = 0; i < limits.max_waits; ++i) {
+            auto w = wait({e}, ++tag);
+            ASSERT_TRUE(w) << "cycle " << cycle << " wait " << i << ": " << w.error().message();
+            ids.push_back(w.value());
+        }
+        EXPECT_EQ(wait({e}, ++tag).error(), edquot());
+        for (uint64_t id : ids) {
+            ASSERT_TRUE(session->cancel_wait(id));
+        }
+    }
+}
+
 TEST_F(WaitTest, BadWaitsAreRefused) {
     const Handle e = event();
     EXPECT_EQ(wait({}, 1).error(), einval());

@@ -83,6 +83,101 @@ TEST_P(BadPacketTest, StopsTheQueueWithAnErrorAndNoFault) {
 INSTANTIATE_TEST_SUITE_P(Packets, BadPacketTest, ::testing::ValuesIn(kBadPackets),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
+// A write index no producer can publish: more than a ring ahead of the read index with no
+// packet there to run, or behind where it was. The queue stops with an error, as for an
+// invalid packet (issue 11, item 4).
+struct HostileIndex {
+    const char* name;
+    uint64_t (*index)(uint64_t read);
+};
+
+const HostileIndex kHostileIndexes[] = {
+    {"one_past_a_full_ring", [](uint64_t read) { return read + 65; }},
+    {"two_to_the_40_ahead", [](uint64_t read) -> uint64_t { return read + (1ull << 40); }},
+    {"two_to_the_63_ahead", [](uint64_t read) -> uint64_t { return read + (1ull << 63); }},
+    {"all_ones", [](uint64_t) -> uint64_t { return ~0ull; }},
+    {"backwards", [](uint64_t read) { return read - 1; }},
+};
+
+class HostileWriteIndexTest : public InvalidPacketTest,
+                              public ::testing::WithParamInterface<HostileIndex> {};
+
+TEST_P(HostileWriteIndexTest, StopsTheQueueWithAnErrorAndNoFault) {
+    GpuBuffer data(device(), kPage), args(device(), kPage);
+    SignalPage signals(device());
+    const EventId error = make_event();
+    AqlTestQueue queue(device(), QueueOptions{.error_event = error});
+    const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 1, 0});
+    queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(0, 1)));
+    ASSERT_TRUE(signals.wait_eq(0, 0));
+    ASSERT_TRUE(queue.wait_read_index(1));
+
+    // Nothing more written, but the write index says something else.
+    const uint64_t hostile = GetParam().index(1);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(queue.wptr_va()))
+        .store(hostile, std::memory_order_release);
+    ASSERT_TRUE(device().ring_doorbell(queue.id(), hostile));
+
+    EXPECT_TRUE(fired(error, 2000)) << "no queue error";
+    // The queue fetches nothing more, even once a packet is there.
+    const auto late =
+        dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(1, 1));
+    queue.write_body(1, late);
+    queue.publish_header(1, late);
+    ASSERT_TRUE(device().ring_doorbell(queue.id(), hostile));
+    EXPECT_FALSE(signals.wait_eq(1, 0, std::chrono::milliseconds(50)));
+    queue.destroy();
+    EXPECT_EQ(queue.read_index(), 1u);
+    EXPECT_TRUE(log().faults().empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Indexes, HostileWriteIndexTest, ::testing::ValuesIn(kHostileIndexes),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
+
+// ROCr takes a slot by adding to the write index before it waits for room (BlitKernel's
+// AcquireWriteIndex, HIP's dispatch): a burst that fills the ring leaves the index one
+// past it while every packet from the read index on is there to run. No error.
+TEST_F(InvalidPacketTest, AProducerReservingPastAFullRingIsNoError) {
+    SignalPage signals(device());
+    const EventId error = make_event();
+    AqlTestQueue queue(device(), QueueOptions{.error_event = error});
+    for (uint64_t i = 0; i < 64; ++i) {
+        const auto packet = barrier_packet({}, signals.init(static_cast<uint32_t>(i % 8), 1));
+        queue.write_body(i, packet);
+        queue.publish_header(i, packet);
+    }
+    const uint64_t reserved = 65;  // 64 packets written, a 65th slot taken
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(queue.wptr_va()))
+        .store(reserved, std::memory_order_release);
+    ASSERT_TRUE(device().ring_doorbell(queue.id(), reserved));
+    ASSERT_TRUE(queue.wait_read_index(64)) << queue.read_index() << " " << fired(error, 0);
+    // The waiting producer finds room and writes its packet.
+    const auto last = barrier_packet({}, signals.init(9, 1));
+    queue.write_body(64, last);
+    queue.publish_header(64, last);
+    ASSERT_TRUE(device().ring_doorbell(queue.id(), reserved));
+    ASSERT_TRUE(signals.wait_eq(9, 0));
+    EXPECT_FALSE(fired(error, 0));
+}
+
+// A full ring is a producer's ordinary state, not an error: 64 packets published on a
+// 64-slot ring while the first one blocks.
+TEST_F(InvalidPacketTest, AFullRingIsNoError) {
+    SignalPage signals(device());
+    const EventId error = make_event();
+    AqlTestQueue queue(device(), QueueOptions{.error_event = error});
+    const uint64_t gate = signals.init(0, 1);
+    queue.submit(barrier_packet({gate}, 0));
+    for (uint32_t i = 1; i < 64; ++i) {
+        queue.submit(barrier_packet({}, signals.init(1 + i % 8, 1)));
+    }
+    EXPECT_EQ(queue.write_index(), 64u);
+    EXPECT_FALSE(fired(error, 100));
+    signals.store(0, 0);
+    ASSERT_TRUE(queue.wait_read_index(64));
+    EXPECT_FALSE(fired(error, 0));
+}
+
 TEST_F(InvalidPacketTest, InvalidHeaderWaitsUntilTheProducerStoresIt) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());

@@ -220,6 +220,42 @@ TEST_F(MemoryRulesTest, QueueMemoryMustBeGpuMapped)
     ASSERT_TRUE(device().deregister_user(unmapped.va()));
 }
 
+// The agent writes a queue's read index and retires its packets: that memory must be the
+// queue's alone (issue 11, item 4).
+TEST_F(MemoryRulesTest, QueueMemoryIsNotSharedOrOverlapping)
+{
+    GpuBuffer memory(device(), 4 * kPage);
+    QueueSpec good;
+    good.node = kSoftGpuNode;
+    good.ring = memory.va();
+    good.ring_size = kPage;
+    good.rptr = memory.va(kPage);
+    good.wptr = memory.va(kPage + 8);
+
+    QueueSpec s = good;
+    s.rptr = memory.va(64);
+    EXPECT_EQ(error_of(device().create_queue(s)), kInval) << "rptr inside the ring";
+    s = good;
+    s.wptr = good.rptr;
+    EXPECT_EQ(error_of(device().create_queue(s)), kInval) << "rptr on wptr";
+
+    auto first = device().create_queue(good);
+    ASSERT_TRUE(first);
+    s = good;
+    s.rptr = memory.va(2 * kPage);
+    s.wptr = memory.va(2 * kPage + 8);
+    EXPECT_EQ(error_of(device().create_queue(s)), kBusy) << "the same ring";
+    s = good;
+    s.ring = memory.va(3 * kPage);
+    EXPECT_EQ(error_of(device().create_queue(s)), kBusy) << "the same pointers";
+    s.rptr = memory.va(2 * kPage);
+    s.wptr = memory.va(2 * kPage + 8);
+    auto second = device().create_queue(s);
+    ASSERT_TRUE(second) << "disjoint";
+    ASSERT_TRUE(device().destroy_queue(first.value()));
+    ASSERT_TRUE(device().destroy_queue(second.value()));
+}
+
 TEST_F(MemoryRulesTest, UnknownQueuesAreNotFound)
 {
     EXPECT_EQ(error_of(device().destroy_queue(99)), kNoEnt);

@@ -37,6 +37,31 @@ TEST_F(QueueLifecycleTest, DestroyWithDispatchesInFlight)
     EXPECT_TRUE(log().faults().empty());
 }
 
+// A halt ends a dispatch in the time of the workgroups already running, however many
+// are left: here 2^32 - 1 one-item workgroups (item 3 of issue 11).
+TEST_F(QueueLifecycleTest, DestroyEndsAHugeGridOfTinyWorkgroupsAtOnce)
+{
+    GpuBuffer data(device(), kPage), args(device(), kPage);
+    SignalPage signals(device());
+    auto queue = std::make_unique<AqlTestQueue>(device());
+    const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 8, 0});
+    const Grid tiny{{0xFFFFFFFFu, 1, 1}, {1, 1, 1}, 1};
+    queue->submit(dispatch_packet(kernel_object("fill"), fill, tiny, signals.init(0, 1)));
+    ASSERT_TRUE(queue->wait_read_index(1));
+    ASSERT_TRUE(signals.wait_eq(0, 1)); // running, far from done
+
+    const auto start = std::chrono::steady_clock::now();
+    queue->destroy();
+    const auto took = std::chrono::steady_clock::now() - start;
+    EXPECT_LT(took, std::chrono::milliseconds(500));
+    EXPECT_EQ(signals.value(0), 1);
+
+    // The workers are free again: another queue's dispatch runs at once.
+    AqlTestQueue other(device());
+    other.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(1, 1)));
+    EXPECT_TRUE(signals.wait_eq(1, 0, std::chrono::seconds(2)));
+}
+
 TEST_F(QueueLifecycleTest, DestroyWhileWaitingOnABarrier)
 {
     SignalPage signals(device());

@@ -43,7 +43,8 @@ struct xenhsa_event_create_rsp {
     uint64_t handle;
     uint32_t event_id;   /* for amd_signal_t.event_id */
     uint32_t pad;
-    uint64_t mailbox_va; /* for amd_signal_t.event_mailbox_ptr; 0 when none */
+    uint64_t mailbox_va; /* for amd_signal_t.event_mailbox_ptr; 0 when none; never outside
+                            the guest's window (no backend address reaches a guest) */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_event_create_rsp, 24);
 /* EVENT_DESTROY, EVENT_SET and EVENT_RESET take struct xenhsa_handle_req. */

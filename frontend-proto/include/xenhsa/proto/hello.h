@@ -13,7 +13,10 @@
  *      then CONNECTED), or BAD_ADDRESS with a new proposal in the response.
  * HELLO after CONNECTED is BAD_STATE, and so is every HELLO past XENHSA_HELLO_MAX_ATTEMPTS
  * (every HELLO counts, rejected ones too). Every HELLO response carries the full payload,
- * also on error (VERSION: `version` is the backend's highest; BAD_ADDRESS: a new proposal).
+ * also on error (VERSION: `version` is the backend's highest; BAD_ADDRESS: a new proposal,
+ * or va_base = va_size = 0 when the asked window is refused without one, as any window
+ * that fails xenhsa_check_hello_req is: misaligned, below XENHSA_VA_WINDOW_FLOOR or past
+ * XENHSA_VA_LIMIT).
  */
 #ifndef XENHSA_PROTO_HELLO_H
 #define XENHSA_PROTO_HELLO_H
@@ -23,6 +26,10 @@
 /* Bounds of a VA window. */
 #define XENHSA_VA_WINDOW_MIN (1ull << 30)  /* 1 GiB */
 #define XENHSA_VA_WINDOW_MAX (1ull << 43)  /* 8 TiB */
+/* No window starts below this address: guest data never sits where a NULL-plus-offset
+ * dereference in the backend lands. A HELLO asking for a lower va_base gets BAD_ADDRESS
+ * without a proposal, and the backend never proposes one. */
+#define XENHSA_VA_WINDOW_FLOOR (1ull << 30) /* 1 GiB */
 /* HELLOs a guest may send before it is CONNECTED; more get BAD_STATE. */
 #define XENHSA_HELLO_MAX_ATTEMPTS 8u
 

@@ -6,7 +6,16 @@
  * lie in a range it has PINned and MAPped to the GPU. A queue holds that memory: FREE,
  * UNPIN or UNMAP of memory a live queue uses is deferred until the queue is destroyed
  * (answered OK, never an error, never a leak). The queue's doorbell is slot
- * `doorbell_index` of the guest's doorbell page (doorbell.h).
+ * `doorbell_index` of the guest's doorbell page (doorbell.h). The ring, the read pointer
+ * and the write pointer do not overlap each other (BAD_ADDRESS), and no two live queues
+ * of a guest share any of that memory (BAD_ADDRESS, the backend's check).
+ *
+ * A write index no producer publishes is a queue error, like an invalid packet: the queue
+ * stops and its error event is signalled. AQL: behind a value it already had, or more than
+ * ring_size / 64 packets ahead of the read index while the packet there is not stored
+ * (ROCr adds to the write index before it waits for room, so a full ring with packets to
+ * run may be a slot past). SDMA: more than ring_size bytes ahead of the read index (one
+ * that is not ahead means no work).
  *
  * AQL: rptr/wptr are amd_queue_t's read and write dispatch ids (64-byte packets).
  * SDMA (gfx9 "SDMA v4" packets, as ROCr's BlitSdmaV4 writes them): rptr/wptr are 64-bit

@@ -141,7 +141,8 @@ static inline uint32_t xenhsa_check_hello_req(const struct xenhsa_hello_req* r) 
         !xenhsa_page_aligned(r->va_size)) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
-    if (r->va_base != 0 && !xenhsa_va_range_ok(r->va_base, r->va_size)) {
+    if (r->va_base != 0 &&
+        (r->va_base < XENHSA_VA_WINDOW_FLOOR || !xenhsa_va_range_ok(r->va_base, r->va_size))) {
         return XENHSA_STATUS_BAD_ADDRESS;
     }
     return XENHSA_STATUS_OK;
@@ -247,6 +248,11 @@ static inline int xenhsa_pointer_ok(uint64_t va) {
     return va != 0 && (va & 7u) == 0 && va < XENHSA_VA_LIMIT;
 }
 
+/* Nonzero when the 8-byte word at `ptr` (below XENHSA_VA_LIMIT) lies in [va, va + size). */
+static inline int xenhsa_pointer_in(uint64_t ptr, uint64_t va, uint64_t size) {
+    return ptr + 8u > va && ptr < va + size;
+}
+
 static inline uint32_t xenhsa_check_queue_create_req(const struct xenhsa_queue_create_req* r) {
     /* SDMA is accepted here; the backend answers UNSUPPORTED without XENHSA_FEATURE_SDMA. */
     if ((r->type != XENHSA_QUEUE_COMPUTE_AQL && r->type != XENHSA_QUEUE_SDMA) ||
@@ -258,6 +264,11 @@ static inline uint32_t xenhsa_check_queue_create_req(const struct xenhsa_queue_c
     }
     if (!xenhsa_va_range_ok(r->ring_va, r->ring_size) || !xenhsa_pointer_ok(r->rptr_va) ||
         !xenhsa_pointer_ok(r->wptr_va)) {
+        return XENHSA_STATUS_BAD_ADDRESS;
+    }
+    /* The GPU side writes the read index: never into the ring or onto the write index. */
+    if (xenhsa_pointer_in(r->rptr_va, r->ring_va, r->ring_size) ||
+        xenhsa_pointer_in(r->wptr_va, r->ring_va, r->ring_size) || r->rptr_va == r->wptr_va) {
         return XENHSA_STATUS_BAD_ADDRESS;
     }
     return XENHSA_STATUS_OK;
@@ -388,7 +399,8 @@ static inline uint32_t xenhsa_check_hello_rsp(const struct xenhsa_hello_rsp* r,
         r->max_in_flight >= r->ring_slots) {
         return XENHSA_STATUS_BAD_ARGUMENT;
     }
-    if (!xenhsa_va_range_ok(r->va_base, r->va_size) || r->va_size != req->va_size) {
+    if (!xenhsa_va_range_ok(r->va_base, r->va_size) || r->va_base < XENHSA_VA_WINDOW_FLOOR ||
+        r->va_size != req->va_size) {
         return XENHSA_STATUS_BAD_ADDRESS;
     }
     return XENHSA_STATUS_OK;

@@ -13,7 +13,8 @@
  *
  * The frontend writes its keys, then state Initialised; the backend maps, binds, answers
  * with Connected. Values are decimal integers without sign, spaces or leading zeros; the
- * backend rejects anything else.
+ * backend rejects anything else, and grant references that name one grant twice (every
+ * ring page, the notify page and the doorbell page are distinct grants).
  */
 #ifndef XENHSA_PROTO_XENBUS_H
 #define XENHSA_PROTO_XENBUS_H

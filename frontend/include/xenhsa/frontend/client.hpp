@@ -56,7 +56,8 @@ public:
     // --- session -------------------------------------------------------------------------
     // Negotiates version, features and the VA window (5.1): takes the backend's proposal
     // when the same range can be reserved here (PROT_NONE, MAP_FIXED_NOREPLACE), else asks
-    // for a range of its own; at most XENHSA_HELLO_MAX_ATTEMPTS HELLOs.
+    // for a range of its own; at most XENHSA_HELLO_MAX_ATTEMPTS HELLOs. A BAD_ADDRESS
+    // without a proposal (the asked window refused outright) is returned as that status.
     Result<Session> hello(const HelloOptions &options = {});
     [[nodiscard]] const std::optional<Session> &session() const noexcept { return session_; }
     [[nodiscard]] bool granted(uint64_t feature) const noexcept

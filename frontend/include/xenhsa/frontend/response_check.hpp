@@ -62,10 +62,11 @@ struct Reply {
 // XENHSA_STATUS_OK when `rsp` (a private copy) is an acceptable answer to `sent`, else the
 // status of the first failed check. Beyond validate.h it checks: the version HELLO
 // chose lies in the request's range; a HELLO BAD_ADDRESS proposal is a valid range of the
-// asked size; MAP/PIN handles are nonzero; MAP_TO_GPU's gpu_va is a page-aligned VA;
-// ALLOC's range is valid and is the asked VA when one was asked; EVENT_CREATE's pad is
-// zero, its handle nonzero and its mailbox 0 or a valid pointer; EVENT_WAIT's pad is zero
-// and its mask names only fired events below count (all of them with WAIT_ALL). For a
+// asked size above the floor, or absent (all zero); MAP/PIN handles are nonzero;
+// MAP_TO_GPU's gpu_va is a page-aligned VA; ALLOC's range is valid and is the asked VA
+// when one was asked; EVENT_CREATE's pad is zero, its handle nonzero and its mailbox 0 or
+// a valid pointer; EVENT_WAIT's pad is zero and its mask names only fired events below
+// count (all of them with WAIT_ALL). For a
 // request with an unknown command (a hostile raw slot) the only acceptable answer is an
 // error status without payload.
 [[nodiscard]] uint32_t check_response(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexcept;

@@ -1,15 +1,18 @@
-// Opaque per-guest handles: what a guest names its objects by. A handle encodes a slot,
-// the slot's generation and the object's kind, scrambled with a per-table key so that
-// guests cannot guess other values; a stale, forged or other-kind handle finds nothing.
+// Opaque per-guest handles: what a guest names its objects by. A handle is the object's
+// kind, its slot's generation and the slot, put through a keyed permutation with a random
+// key of the table's own (HandleCipher), so that handles reveal neither each other nor the
+// slots; a stale, forged or other-kind handle finds nothing. 0 is never issued, and no
+// value is issued twice by a table (a slot whose generations are used up is retired).
 // Never a host pointer, never an fd. Single-threaded, like the worker that owns it.
 #ifndef XENHSA_HSA_HANDLE_TABLE_HPP
 #define XENHSA_HSA_HANDLE_TABLE_HPP
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
-#include <random>
 #include <utility>
 #include <vector>
+#include <xenhsa/hsa/handle_cipher.hpp>
 
 namespace xenhsa::hsa {
 
@@ -18,12 +21,19 @@ using Handle = uint64_t; // 0 is never a valid handle
 template <class T>
 class HandleTable {
 public:
+    // How many handles one slot issues before it is retired (at most 2^24 - 1).
+    static constexpr uint32_t kMaxGenerations = 0xFFFFFF;
+
     // `kind` (1..255) tells tables of one guest apart: a handle of one kind is unknown to
-    // every other table. `capacity` bounds the live handles (the guest's quota).
-    HandleTable(uint8_t kind, uint32_t capacity) : kind_(kind), capacity_(capacity)
+    // every other table. `capacity` bounds the live handles (the guest's quota);
+    // `generations` (tests) how many handles a slot issues. Throws std::system_error when
+    // the OS has no randomness for the key.
+    HandleTable(uint8_t kind, uint32_t capacity, uint32_t generations = kMaxGenerations)
+        : kind_(kind),
+          capacity_(capacity),
+          retired_(std::clamp<uint32_t>(generations, 2, kMaxGenerations)),
+          cipher_(HandleCipher::random())
     {
-        std::random_device rd;
-        key_ = (uint64_t{rd()} << 32 | rd()) & ~(uint64_t{0xFF} << 56);
     }
 
     // nullopt when full.
@@ -43,7 +53,12 @@ public:
         Slot &slot = slots_[index];
         slot.value.emplace(std::move(value));
         ++live_;
-        return encode(index, slot.generation);
+        Handle handle = encode(index, slot.generation);
+        if (handle == 0) { // one value in 2^64: skip that generation
+            ++slot.generation;
+            handle = encode(index, slot.generation);
+        }
+        return handle;
     }
 
     [[nodiscard]] T *find(Handle h) noexcept
@@ -68,9 +83,12 @@ public:
         Slot &slot = slots_[*index];
         std::optional<T> out(std::move(slot.value));
         slot.value.reset();
-        slot.generation = (slot.generation + 1) & kGenerationMask;
-        free_.push_back(*index);
         --live_;
+        // A slot whose generations are used up is never used again: wrapping would give
+        // a value it gave before. (One slot's memory per 2^24 handles issued.)
+        if (++slot.generation < retired_) {
+            free_.push_back(*index);
+        }
         return out;
     }
 
@@ -92,17 +110,19 @@ private:
     static constexpr uint32_t kGenerationMask = 0xFFFFFF;
     struct Slot {
         std::optional<T> value;
-        uint32_t generation = 1;
+        uint32_t generation = 0;
     };
 
     [[nodiscard]] Handle encode(uint32_t index, uint32_t generation) const noexcept
     {
-        uint64_t raw = uint64_t{kind_} << 56 | uint64_t{generation} << 32 | index;
-        return raw ^ key_;
+        return cipher_.encrypt(uint64_t{kind_} << 56 | uint64_t{generation} << 32 | index);
     }
     [[nodiscard]] std::optional<uint32_t> decode(Handle h) const noexcept
     {
-        uint64_t raw = h ^ key_;
+        if (h == 0) {
+            return std::nullopt;
+        }
+        const uint64_t raw = cipher_.decrypt(h);
         if ((raw >> 56) != kind_) {
             return std::nullopt;
         }
@@ -117,7 +137,8 @@ private:
 
     uint8_t kind_;
     uint32_t capacity_;
-    uint64_t key_ = 0;
+    uint32_t retired_; // a slot at this generation is never used again
+    HandleCipher cipher_;
     uint32_t live_ = 0;
     std::vector<Slot> slots_;
     std::vector<uint32_t> free_;

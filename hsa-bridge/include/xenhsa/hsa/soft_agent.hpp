@@ -12,7 +12,9 @@
 //     unmap_from_gpu, deregister_user or free of memory a live queue uses (ring, read or
 //     write pointer) and deregister_user or free of GPU-mapped memory: EBUSY; a queue
 //     whose ring, read or write pointer is not GPU-mapped on its node, or whose read
-//     pointer is not GPU-writable: EFAULT; bad sizes, flags, nodes or alignment: EINVAL.
+//     pointer is not GPU-writable: EFAULT; bad sizes, flags, nodes or alignment, or a
+//     ring and pointers that overlap each other: EINVAL; queue memory overlapping a live
+//     queue's ring or pointers: EBUSY.
 //   * an AQL packet processor per queue (one thread each), over the ring in guest memory:
 //     kernel dispatch of the built-in kernels (builtin_kernels.h) on a worker pool
 //     shared by the agent's queues, barrier-AND, barrier-OR, the barrier bit, fence
@@ -20,7 +22,12 @@
 //     may overlap; the read index advances in order as packets are fetched.
 //     AMD's vendor-specific PM4 indirect-buffer packet (ROCr's cache invalidations) is
 //     the no-op it means here: retired, its completion signal decremented; other vendor
-//     formats are invalid packets.
+//     formats are invalid packets. A write index that goes backwards, or runs more than a
+//     ring ahead of the read index with no packet there, stops the queue like an invalid
+//     packet. Stopping a
+//     queue skips every workgroup not yet started at once: it waits only for the running
+//     ones, however large the grid. Doorbell values are never compared: any doorbell
+//     wakes the queue, which reads its write pointer.
 //   * an SDMA engine per SDMA queue (one thread each; sdma_queue.hpp): the gfx9 "SDMA v4"
 //     packets ROCr's BlitSdmaV4 writes (copy, copy-rect, fill, fence, trap, poll, atomic
 //     add, timestamp, and the cache/HDP flushes as no-ops), over a ring of bytes with

@@ -51,6 +51,8 @@ public:
     [[nodiscard]] bool gpu_mapped_on(uint64_t va, uint64_t size, uint32_t node) const noexcept;
     // A live queue holds memory overlapping [va, va + size), or uses the range itself.
     [[nodiscard]] bool range_held(uint64_t va, uint64_t size) const noexcept;
+    // A live queue's ring, read pointer or write pointer overlaps [va, va + size).
+    [[nodiscard]] bool queue_uses(uint64_t va, uint64_t size) const noexcept;
     // A PIN the guest has not released overlaps [va, va + size).
     [[nodiscard]] bool pinned(uint64_t va, uint64_t size) const noexcept;
 

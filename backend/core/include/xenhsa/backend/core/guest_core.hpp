@@ -1,8 +1,10 @@
 // Everything one guest device needs once its pages are mapped and its event channel is
 // bound, on the worker's Boost.Asio io_context: the Session (requests, Map/Revoke, GPU
 // forwarding), the RingServer, and a driver that waits on the event channel's fd and runs
-// the ring, the doorbells and the notify backlog on each kick. This is what the worker
-// process layer creates after the xenbus handshake and destroys on Closing.
+// the ring, the doorbells and the notify backlog on each kick. A kick is unmasked after
+// its pass (late EOI); a streak of kicks without work keeps the channel masked for a
+// growing delay (SpuriousEventThrottle). This is what the worker process layer creates
+// after the xenbus handshake and destroys on Closing.
 //
 // Threading: the io_context's thread only (GpuSession callbacks are posted to it).
 #ifndef XENHSA_BACKEND_CORE_GUEST_CORE_HPP
@@ -19,6 +21,7 @@
 #include <xenhsa/backend/core/result.hpp>
 #include <xenhsa/backend/core/ring_server.hpp>
 #include <xenhsa/backend/core/session.hpp>
+#include <xenhsa/backend/core/spurious_events.hpp>
 #include <xenhsa/backend/core/stats.hpp>
 #include <xenhsa/xen/event_channel.hpp>
 
@@ -36,7 +39,8 @@ struct GuestOptions {
     Quotas quotas;
     uint64_t features = XENHSA_FEATURES_KNOWN;
     uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
-    DoorbellPollPolicy doorbell_poll;  // used when the GPU seam does not track kicks
+    DoorbellPollPolicy doorbell_poll;     // used when the GPU seam does not track kicks
+    SpuriousEventPolicy spurious_events;  // kicks without work: late unmask (XSA-332)
 };
 
 // The guest must be disconnected (ring overflow, notify backlog full, event channel
@@ -67,6 +71,8 @@ public:
     [[nodiscard]] Stats stats() const noexcept { return session_->stats(); }
     // The doorbell watch, or null when the GPU seam tracks kicks (or there is none).
     [[nodiscard]] const DoorbellWatch* doorbell_watch() const noexcept;
+    // The accounting of the guest's kicks that brought no work.
+    [[nodiscard]] const SpuriousEventThrottle& spurious_events() const noexcept;
     // The operator's revoke of everything; the connection stays up.
     void revoke_all() noexcept;
     bool revoke_handle(hsa::Handle handle) noexcept;

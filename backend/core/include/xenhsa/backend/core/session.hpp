@@ -49,6 +49,8 @@ struct SessionOptions {
     uint64_t features = XENHSA_FEATURES_KNOWN;
     uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
     xenhsa_notify_page* notify_page = nullptr;  // may be attached later
+    // The guest's doorbell page: QUEUE_CREATE clears the new queue's slot. May be null.
+    xenhsa_doorbell_page* doorbell_page = nullptr;
 };
 
 // GpuSession's limits for a guest with these quotas (the worker builds the GpuSession).
@@ -87,6 +89,8 @@ public:
     uint32_t doorbells(const xenhsa_doorbell_page& page) noexcept;
     // Whether the guest has a live queue (whose doorbell may move).
     [[nodiscard]] bool has_queues() const noexcept;
+    // Doorbell changes forwarded so far (stats().doorbells_forwarded, without the rest).
+    [[nodiscard]] uint64_t doorbells_forwarded() const noexcept { return doorbells_forwarded_; }
     // The doorbell watch's polls (guest_core.hpp), for stats().
     void count_doorbell_polls(uint64_t polls) noexcept { doorbell_polls_ += polls; }
 
@@ -162,6 +166,7 @@ private:
     std::map<uint32_t, PendingWait> waits_;  // by the wait's seqno
     uint64_t next_token_ = 0;
     ReplySink* async_sink_ = nullptr;
+    xenhsa_doorbell_page* doorbell_page_;
     std::array<uint64_t, XENHSA_DOORBELLS_PER_PAGE> doorbell_seen_{};
     uint64_t doorbells_forwarded_ = 0;
     uint64_t doorbell_polls_ = 0;

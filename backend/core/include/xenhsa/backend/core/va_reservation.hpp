@@ -22,12 +22,13 @@ public:
     ~VaReservation();
 
     // Exactly [base, base + size): EEXIST when anything is mapped in the range, EINVAL for
-    // a range that is empty, unaligned or not below XENHSA_VA_LIMIT, ENOMEM when the
-    // kernel refuses.
+    // a range that is empty, unaligned, below XENHSA_VA_WINDOW_FLOOR or not below
+    // XENHSA_VA_LIMIT, ENOMEM when the kernel refuses.
     static Result<VaReservation> at(uint64_t base, uint64_t size) noexcept;
-    // Somewhere free: 1 GiB-aligned candidates from `hint` upwards, each tried with
-    // MAP_FIXED_NOREPLACE; if none is free below XENHSA_VA_LIMIT, the kernel's choice.
-    // ENOMEM when there is no free range of `size` bytes.
+    // Somewhere free: 1 GiB-aligned candidates from `hint` (at least the floor) upwards,
+    // each tried with MAP_FIXED_NOREPLACE; if none is free below XENHSA_VA_LIMIT, the
+    // kernel's choice if it lies between the floor and the limit. ENOMEM when there is no
+    // free range of `size` bytes.
     static Result<VaReservation> anywhere(uint64_t size, uint64_t hint) noexcept;
 
     [[nodiscard]] uint64_t base() const noexcept { return base_; }
