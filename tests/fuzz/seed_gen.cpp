@@ -6,6 +6,7 @@
 //
 // Files in the corpus that the generator does not know (inputs libFuzzer found and
 // someone checked in) are left alone and pass the check.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,12 +18,12 @@
 
 int main(int argc, char** argv) {
     namespace fs = std::filesystem;
-    const bool check = argc == 3 && std::string(argv[1]) == "--check";
-    if (argc != 2 && !check) {
-        std::fprintf(stderr, "usage: %s [--check] <corpus-dir>\n", argv[0]);
-        return 2;
-    }
-    const fs::path root(argv[argc - 1]);
+    CLI::App app{"Writes the fuzz targets' seed corpus, or checks the checked-in one"};
+    bool check = false;
+    fs::path root;
+    app.add_flag("--check", check, "exit 1 if a seed is missing or differs; write nothing");
+    app.add_option("corpus-dir", root, "the corpus directory (tests/fuzz/corpus)")->required();
+    CLI11_PARSE(app, argc, argv);
     xenhsa::fuzz::SeedSet seeds;
     xenhsa::fuzz::proto_seeds(seeds);
     xenhsa::fuzz::ring_seeds(seeds);

@@ -200,6 +200,45 @@ TEST_F(SimTest, RevokeMakesThePeerFaultAndTheMemoryIsNotReused) {
     EXPECT_TRUE(all_of({fresh.value().data(), kPage}, 0)) << "a new share is fresh memory";
 }
 
+// GrantUsage: a guest holds what it maps of dom0's grants until it unmaps, whether dom0
+// released or revoked them meanwhile; other guests hold none of it.
+TEST_F(SimTest, GrantUsageCountsWhatAPeerStillHolds) {
+    auto usage = sim::open_grant_usage(sim.dir(), 0);
+    ASSERT_TRUE(usage);
+    xen::GrantUsage& u = *usage.value();
+    auto pool = u.share_pool_pages();
+    ASSERT_TRUE(pool);
+    EXPECT_EQ(pool.value(), 256u * 512u - 8u) << "dom0's table but the reserved refs";
+
+    const DomId g = create_guest("guest");
+    const DomId other = create_guest("other");
+    auto kept = dom0.sharer->share({.peer = g, .pages = 3, .writable = true});
+    auto revoked = dom0.sharer->share({.peer = g, .pages = 2, .writable = true});
+    auto unmapped = dom0.sharer->share({.peer = g, .pages = 4, .writable = true});
+    ASSERT_TRUE(kept && revoked && unmapped);
+    EXPECT_EQ(u.held_by(g).value(), 9u) << "live shares count";
+    EXPECT_EQ(u.held_by(other).value(), 0u);
+
+    std::vector<GrantRef> refs(kept.value().refs().begin(), kept.value().refs().end());
+    refs.insert(refs.end(), revoked.value().refs().begin(), revoked.value().refs().end());
+    auto child = spawn_in(g, [refs](Platform& p, Link& link) {
+        auto m = p.grants->map({.domid = 0, .refs = refs, .writable = true});
+        CHILD_CHECK(m);
+        link.send(1);
+        CHILD_CHECK(link.receive());  // unmap
+        return 0;
+    });
+    ASSERT_TRUE(child.link().receive());
+    { const xen::SharedPages gone = std::move(kept).value(); }  // released
+    (void)revoked.value().revoke();
+    { const xen::SharedPages gone = std::move(unmapped).value(); }
+    EXPECT_EQ(u.held_by(g).value(), 5u) << "released and revoked pages it still maps";
+    EXPECT_EQ(u.held_by(other).value(), 0u);
+    child.link().send(1);
+    EXPECT_TRUE(exited_with(child.wait(), 0));
+    EXPECT_TRUE(eventually([&] { return u.held_by(g).value() == 0; })) << u.held_by(g).value();
+}
+
 TEST_F(SimTest, KilledMapperIsUnpinnedAndItsUnmapNotificationRuns) {
     const DomId g = create_guest("guest");
     constexpr uint32_t kAliveByte = 100;

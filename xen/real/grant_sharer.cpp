@@ -8,12 +8,8 @@
 // end_access() and EBUSY. gntalloc cannot tell whether the peer still maps a page, and
 // ending access is done by the kernel when the pages are unmapped (deferred while the
 // peer maps them: the memory is never reused meanwhile). So the in-use state is read from
-// this domain's own grant table: GNTTABOP_query_size and GNTTABOP_setup_table(DOMID_SELF)
-// (privcmd hypercall, arguments in a /dev/xen/hypercall buffer) give the table's frames,
-// which are mapped read-only with libxenforeignmemory (DOMID_SELF: Xen refuses a domain
-// naming itself by id as a foreign domain), and each entry's GTF_reading / GTF_writing,
-// which Xen sets while a peer maps it, decides EBUSY. XENMEM_acquire_resource would be
-// simpler but Xen only grants it on another domain.
+// this domain's own grant table (own_grant_table.hpp): each entry's GTF_reading /
+// GTF_writing, which Xen sets while a peer maps it, decides EBUSY.
 //
 // Limits, where the platform cannot do better:
 // * The check and the unmap that ends the grants are not atomic: a peer that maps a page
@@ -21,11 +17,8 @@
 //   memory-safe, and end_access() is used after the peer was asked to unmap.
 // * Where the table is not read, end_access() always succeeds, as gntalloc alone would:
 //   when the caller opts out (RealOptions::read_own_grant_table: xenhsa-backend's
-//   workers, which must hold no privcmd); without privcmd (not root, no xen-privcmd
-//   module); in an unprivileged domU,
-//   including a driver domain (Linux restricts privcmd there to the domain it is a device
-//   model for, so the hypercall fails with EPERM; seen on Debian's 6.1 kernel); in an
-//   HVM/PVH domain (the table frames are not machine frames); with grant table v2.
+//   workers, which must hold no privcmd), or where it cannot be read
+//   (own_grant_table.hpp: no privcmd, a driver domain, HVM/PVH, grant table v2).
 // * revoke() is cooperative on Xen 4.17 (no forced revoke of a grant): the pages are
 //   scrubbed, the grants end when the peer unmaps.
 #include <xenhsa/xen/public_headers.hpp>
@@ -33,6 +26,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
+#include "own_grant_table.hpp"
 
 #include <fcntl.h>
 #include <sys/ioctl.h>
@@ -50,10 +44,8 @@
 #include <vector>
 
 extern "C" {
-#include <xenforeignmemory.h>
 #include <xengnttab.h>
 #include <xen/sys/gntalloc.h>
-#include <xen/sys/privcmd.h>
 }
 
 namespace xenhsa::xen::real {
@@ -67,41 +59,7 @@ struct GntshrClose {
 };
 using GntshrHandle = std::unique_ptr<xengntshr_handle, GntshrClose>;
 
-struct FmemClose {
-    void operator()(xenforeignmemory_handle *h) const noexcept { xenforeignmemory_close(h); }
-};
-using FmemHandle = std::unique_ptr<xenforeignmemory_handle, FmemClose>;
-
-class Fd {
-public:
-    explicit Fd(int fd = -1) noexcept : fd_(fd) {}
-    Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-    Fd &operator=(Fd &&) = delete;
-    Fd(const Fd &) = delete;
-    Fd &operator=(const Fd &) = delete;
-    ~Fd()
-    {
-        if (fd_ >= 0) {
-            ::close(fd_);
-        }
-    }
-    [[nodiscard]] int get() const noexcept { return fd_; }
-
-private:
-    int fd_;
-};
-
-// Xen's public headers hide GNTTABOP_get_version from the legacy interface version that
-// public_headers.hpp uses; the ABI is fixed (xen/include/public/grant_table.h).
-constexpr unsigned int kGnttabOpGetVersion = 10;
-struct GnttabGetVersion {
-    domid_t dom;
-    uint16_t pad;
-    uint32_t version;
-};
-
 constexpr std::size_t kGrefsOffset = offsetof(ioctl_gntalloc_alloc_gref, gref_ids);
-constexpr std::size_t kEntriesPerFrame = kPageSize / sizeof(grant_entry_v1_t);
 
 // See grant_mapper.cpp: puts the caller's PROT_NONE reservation back over [at, at + len)
 // in one step (no hole another thread's mmap() could land in).
@@ -112,151 +70,6 @@ void rereserve(std::byte *at, std::size_t len) noexcept
         detail::fatal("grant share: cannot restore the PROT_NONE reservation", errno);
     }
 }
-
-// Reads this domain's grant table (see the top of this file). One instance per sharer,
-// used by one thread at a time, like the sharer.
-class OwnGrantTable {
-public:
-    // nullptr when the table cannot be read here.
-    static std::unique_ptr<OwnGrantTable> open() noexcept
-    {
-        Fd privcmd(::open("/dev/xen/privcmd", O_RDWR | O_CLOEXEC));
-        Fd hypercall(::open("/dev/xen/hypercall", O_RDWR | O_CLOEXEC));
-        if (privcmd.get() < 0 || hypercall.get() < 0) {
-            return nullptr;
-        }
-        // Hypercall argument memory Xen can always access (what libxencall uses).
-        void *buf = ::mmap(nullptr, kPageSize, PROT_READ | PROT_WRITE, MAP_SHARED,
-                           hypercall.get(), 0);
-        if (buf == MAP_FAILED) {
-            return nullptr;
-        }
-        FmemHandle fmem(xenforeignmemory_open(detail::silent_logger(), 0));
-        std::unique_ptr<OwnGrantTable> table;
-        if (fmem) {
-            table.reset(new (std::nothrow) OwnGrantTable(std::move(privcmd), std::move(hypercall),
-                                                         static_cast<std::byte *>(buf),
-                                                         std::move(fmem)));
-        }
-        if (!table) {
-            ::munmap(buf, kPageSize);
-            return nullptr;
-        }
-        if (!table->version_is_1()) {
-            return nullptr;
-        }
-        return table;
-    }
-
-    OwnGrantTable(const OwnGrantTable &) = delete;
-    OwnGrantTable &operator=(const OwnGrantTable &) = delete;
-    ~OwnGrantTable() { ::munmap(buf_, kPageSize); }
-
-    // true when a peer maps any of `refs`; an error when the table could not be read.
-    Result<bool> any_mapped(std::span<const GrantRef> refs) noexcept
-    {
-        GrantRef max_ref = 0;
-        for (const GrantRef r : refs) {
-            max_ref = std::max(max_ref, r);
-        }
-        gnttab_query_size query{};
-        query.dom = DOMID_SELF;
-        if (auto r = grant_table_op(GNTTABOP_query_size, query); !r) {
-            return r.error();
-        }
-        if (query.status != GNTST_okay) {
-            return errno_code(EIO);
-        }
-        const std::size_t want = max_ref / kEntriesPerFrame + 1;
-        if (want > query.nr_frames || want > kMaxFrames) {
-            return errno_code(ERANGE);  // not a ref of ours
-        }
-
-        // The frame list lives in the hypercall buffer too, after the op.
-        auto *frames = reinterpret_cast<xen_pfn_t *>(buf_ + kFrameListOffset);
-        gnttab_setup_table setup{};
-        setup.dom = DOMID_SELF;
-        setup.nr_frames = static_cast<uint32_t>(want);
-        setup.frame_list = frames;  // a plain pointer in the legacy interface
-        if (auto r = grant_table_op(GNTTABOP_setup_table, setup); !r) {
-            return r.error();
-        }
-        if (setup.status != GNTST_okay) {
-            return errno_code(EIO);
-        }
-        std::array<xen_pfn_t, kMaxFrames> pfns{};
-        std::memcpy(pfns.data(), frames, want * sizeof(xen_pfn_t));
-        std::array<int, kMaxFrames> errs{};
-        void *table = xenforeignmemory_map(fmem_.get(), DOMID_SELF, PROT_READ, want, pfns.data(),
-                                           errs.data());
-        if (table == nullptr) {
-            return detail::last_error();
-        }
-        bool mapped = false;
-        bool readable = true;
-        for (std::size_t i = 0; i < want; ++i) {
-            readable = readable && errs[i] == 0;
-        }
-        if (readable) {
-            const auto *entries = static_cast<const volatile grant_entry_v1_t *>(table);
-            for (const GrantRef r : refs) {
-                const uint16_t flags = entries[r].flags;  // written by Xen: one read each
-                mapped = mapped || (flags & (GTF_reading | GTF_writing)) != 0;
-            }
-        }
-        if (xenforeignmemory_unmap(fmem_.get(), table, want) != 0) {
-            detail::fatal("xenforeignmemory_unmap of the own grant table", errno);
-        }
-        if (!readable) {
-            return errno_code(EFAULT);
-        }
-        return mapped;
-    }
-
-private:
-    static constexpr std::size_t kFrameListOffset = 256;  // after the largest op struct
-    static constexpr std::size_t kMaxFrames = (kPageSize - kFrameListOffset) / sizeof(xen_pfn_t);
-
-    OwnGrantTable(Fd privcmd, Fd hypercall, std::byte *buf, FmemHandle fmem) noexcept
-        : privcmd_(std::move(privcmd)), hypercall_(std::move(hypercall)), buf_(buf),
-          fmem_(std::move(fmem))
-    {
-    }
-
-    bool version_is_1() noexcept
-    {
-        GnttabGetVersion v{};
-        v.dom = DOMID_SELF;
-        return grant_table_op(kGnttabOpGetVersion, v) && v.version == 1;
-    }
-
-    // One grant-table op with `op` copied through the hypercall buffer and back.
-    template <class Op>
-    Result<void> grant_table_op(unsigned int cmd, Op &op) noexcept
-    {
-        static_assert(sizeof(Op) <= kFrameListOffset);
-        std::memcpy(buf_, &op, sizeof op);
-        privcmd_hypercall_t call{};
-        call.op = __HYPERVISOR_grant_table_op;
-        call.arg[0] = cmd;
-        call.arg[1] = reinterpret_cast<uintptr_t>(buf_);
-        call.arg[2] = 1;
-        int rc = 0;
-        do {
-            rc = ::ioctl(privcmd_.get(), IOCTL_PRIVCMD_HYPERCALL, &call);
-        } while (rc < 0 && errno == EINTR);
-        if (rc < 0) {
-            return detail::last_error();
-        }
-        std::memcpy(&op, buf_, sizeof op);
-        return boost::outcome_v2::success();
-    }
-
-    Fd privcmd_;
-    Fd hypercall_;
-    std::byte *buf_;
-    FmemHandle fmem_;
-};
 
 class RealGrantSharer final : public GrantSharer {
 public:

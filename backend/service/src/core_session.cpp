@@ -1,5 +1,6 @@
 #include "core_session.hpp"
 
+#include <algorithm>
 #include <xenhsa/backend/core/guest_core.hpp>
 #include <xenhsa/backend/core/session.hpp>
 #include <xenhsa/backend/service/device_transport.hpp>
@@ -40,9 +41,38 @@ private:
 
 }  // namespace
 
-CoreSessionFactory::CoreSessionFactory(core::Quotas quotas, OpenedGpu gpu,
-                                       std::shared_ptr<spdlog::logger> log)
-    : quotas_(quotas), gpu_(std::move(gpu)), log_(std::move(log)) {}
+CoreSessionFactory::CoreSessionFactory(core::Quotas configured, const QuotaCeilings& ceilings,
+                                       OpenedGpu gpu, std::shared_ptr<spdlog::logger> log)
+    : configured_(configured), ceilings_(ceilings), gpu_(std::move(gpu)), log_(std::move(log)) {
+    apply_ceilings();
+}
+
+void CoreSessionFactory::apply_ceilings() noexcept {
+    quotas_ = configured_;
+    if (ceilings_.max_map_pages) {
+        quotas_.max_map_pages = std::min(quotas_.max_map_pages, *ceilings_.max_map_pages);
+    }
+    if (lend_ceiling_outdated_) {
+        quotas_.max_lend_pages = 0;
+    } else if (ceilings_.max_lend_pages) {
+        quotas_.max_lend_pages = std::min(quotas_.max_lend_pages, *ceilings_.max_lend_pages);
+    }
+}
+
+void CoreSessionFactory::set_ceilings(const QuotaCeilings& ceilings) noexcept {
+    ceilings_ = ceilings;
+    lend_ceiling_outdated_ = false;
+    apply_ceilings();
+    log_->info("pool shares: max_map_pages {}, max_lend_pages {}", quotas_.max_map_pages,
+               quotas_.max_lend_pages);
+}
+
+void CoreSessionFactory::ceilings_outdated() noexcept {
+    if (ceilings_.max_lend_pages) {
+        lend_ceiling_outdated_ = true;
+        apply_ceilings();
+    }
+}
 
 uint32_t CoreSessionFactory::max_ring_page_order() const noexcept { return XENHSA_RING_MAX_ORDER; }
 
@@ -74,13 +104,21 @@ xen::Result<std::unique_ptr<DeviceSession>> CoreSessionFactory::connect(const Se
 
 std::optional<std::string> CoreSessionFactory::update_limits(
     const std::vector<std::string>& settings) {
-    core::Quotas updated = quotas_;
+    core::Quotas updated = configured_;
     for (const auto& setting : settings) {
         if (auto applied = core::apply_override(updated, setting); !applied) {
             return setting + ": " + applied.error().message;
         }
     }
-    quotas_ = updated;
+    configured_ = updated;
+    apply_ceilings();
+    if (quotas_.max_map_pages < configured_.max_map_pages ||
+        quotas_.max_lend_pages < configured_.max_lend_pages) {
+        log_->info(
+            "quotas above the device's pool shares lowered: max_map_pages {}, "
+            "max_lend_pages {}",
+            quotas_.max_map_pages, quotas_.max_lend_pages);
+    }
     return std::nullopt;
 }
 

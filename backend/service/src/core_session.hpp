@@ -15,16 +15,27 @@ namespace xenhsa::backend::service {
 
 class CoreSessionFactory final : public SessionFactory {
 public:
-    CoreSessionFactory(core::Quotas quotas, OpenedGpu gpu, std::shared_ptr<spdlog::logger> log);
+    // `configured`: from the quota file and the overrides; the sessions get them lowered to
+    // `ceilings`.
+    CoreSessionFactory(core::Quotas configured, const QuotaCeilings& ceilings, OpenedGpu gpu,
+                       std::shared_ptr<spdlog::logger> log);
 
     [[nodiscard]] uint32_t max_ring_page_order() const noexcept override;
     xen::Result<std::unique_ptr<DeviceSession>> connect(const SessionStart& start) override;
     std::optional<std::string> update_limits(const std::vector<std::string>& settings) override;
+    void set_ceilings(const QuotaCeilings& ceilings) noexcept override;
+    void ceilings_outdated() noexcept override;
+    [[nodiscard]] bool ready() const noexcept override { return !lend_ceiling_outdated_; }
 
     [[nodiscard]] const core::Quotas& quotas() const noexcept { return quotas_; }
 
 private:
-    core::Quotas quotas_;
+    void apply_ceilings() noexcept;
+
+    core::Quotas configured_;
+    QuotaCeilings ceilings_;
+    bool lend_ceiling_outdated_ = false;
+    core::Quotas quotas_;  // configured_ lowered to the ceilings
     OpenedGpu gpu_;
     std::shared_ptr<spdlog::logger> log_;
 };

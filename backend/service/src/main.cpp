@@ -1,5 +1,6 @@
 // xenhsa-backend: the supervisor, or (with the hidden --worker) one guest device's worker.
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -73,6 +74,32 @@ int main(int argc, char** argv) {
         ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}))
         ->capture_default_str();
 
+    PoolOptions pools;
+    app.add_option("--max-guests", pools.max_guests,
+                   "guest devices served at once; each gets 1/N of every shared pool, and a "
+                   "device beyond N is refused")
+        ->check(CLI::Range(1u, 0x7FEFu))
+        ->capture_default_str();
+    app.add_option("--lend-pool-pages", pools.lend_pages,
+                   "pages all guests may borrow (LEND) together (default: gntalloc's limit "
+                   "on Xen, dom0's grant table on the simulated hypervisor)")
+        ->type_name("PAGES")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{UINT32_MAX}));
+    app.add_option("--map-pool-pages", pools.map_pages, "pages all guests may have MAPped together")
+        ->type_name("PAGES")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40))
+        ->capture_default_str();
+    app.add_option("--event-channel-pool", pools.event_channels,
+                   "event channels of the backend domain xenhsa may use")
+        ->type_name("N")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
+        ->capture_default_str();
+    app.add_option("--watch-pool", pools.store_watches,
+                   "xenstore watches of the backend domain xenhsa may use")
+        ->type_name("N")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 32))
+        ->capture_default_str();
+
     // The worker's entry point: started by the supervisor, not by hand.
     bool worker = false;
     unsigned fe_domid = 0;
@@ -82,6 +109,8 @@ int main(int argc, char** argv) {
     app.add_option("--fe-domid", fe_domid)->group("")->check(CLI::Range(1u, 0x7FEFu));
     app.add_option("--devid", devid)->group("");
     app.add_option("--control-fd", control_fd)->group("")->check(CLI::Range(0, 1 << 20));
+    app.add_option("--map-ceiling", session.ceilings.max_map_pages)->group("");
+    app.add_option("--lend-ceiling", session.ceilings.max_lend_pages)->group("");
 
     CLI11_PARSE(app, argc, argv);
 
@@ -114,6 +143,7 @@ int main(int argc, char** argv) {
     options.session = session;
     options.confinement = confinement;
     options.log_level = level;
+    options.pools = pools;
     if (!control_socket.empty()) {
         options.control_socket = control_socket;
     } else if (xen) {

@@ -50,8 +50,13 @@ xen::Result<xen::Platform> open_real(PlatformRole role, xen::DomId guest) {
     if (!domains) {
         return domains.error();
     }
+    auto usage = xen::real::open_grant_usage();
+    if (!usage) {
+        return usage.error();
+    }
     platform.store = std::move(store).value();
     platform.domains = std::move(domains).value();
+    platform.usage = std::move(usage).value();
     return platform;
 }
 #endif
@@ -76,6 +81,13 @@ xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformR
         return platform.error();
     }
     restrict_to(platform.value(), role);
+    if (role == PlatformRole::supervisor) {
+        auto usage = xen::sim::open_grant_usage(choice.sim_dir, 0);
+        if (!usage) {
+            return usage.error();
+        }
+        platform.value().usage = std::move(usage).value();
+    }
     return platform;
 #else
     (void)role;

@@ -103,7 +103,8 @@ std::unique_ptr<SessionFactory> make_session_factory(const SessionConfig& config
         return nullptr;
     }
     log->info("GPU seam: {}", gpu->kind);
-    return std::make_unique<CoreSessionFactory>(*quotas, std::move(*gpu), std::move(log));
+    return std::make_unique<CoreSessionFactory>(*quotas, config.ceilings, std::move(*gpu),
+                                                std::move(log));
 #else
     if (auto problem = check_session_config(config)) {
         error = *problem;

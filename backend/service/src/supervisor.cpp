@@ -5,6 +5,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <csignal>
 #include <limits>
 #include <map>
@@ -29,6 +30,7 @@ constexpr std::string_view kFrontendTokenPrefix = "xenhsa-fe/";
 constexpr uint64_t kMaxGuestDomId = 0x7FEF;  // below DOMID_FIRST_RESERVED
 constexpr std::chrono::milliseconds kFirstRestartDelay{100};
 constexpr std::chrono::milliseconds kMaxRestartDelay{5000};
+constexpr int kTooManyGuests = EUSERS;
 
 std::string frontend_token(const DeviceId& id) {
     return std::string(kFrontendTokenPrefix) + std::to_string(id.fe) + "/" +
@@ -77,8 +79,12 @@ struct Device {
     bool removing = false;           // unplugged or its domain died: forget after the worker
     bool watching_frontend = false;  // waiting for Initialising to restart
     bool restart_pending = false;
-    unsigned failures = 0;  // workers in a row that ended before connecting
+    unsigned failures = 0;                // workers in a row that ended before connecting
     unsigned confinement_violations = 0;  // workers of this device seccomp killed
+    bool refused = false;                 // beyond max_guests: waits for a slot or its frontend
+    bool frontend_left = false;           // refused, and its frontend left Initialising since
+    uint64_t held_pages = 0;              // lent pages its guest held when this connection began
+    QuotaCeilings ceilings;
     boost::asio::steady_timer restart;
     boost::asio::steady_timer kill;
 };
@@ -86,7 +92,7 @@ struct Device {
 class Supervisor {
 public:
     Supervisor(const SupervisorOptions& options, xen::Platform& platform,
-               std::filesystem::path worker_exe)
+               std::filesystem::path worker_exe, const PoolShares& shares)
         : options_(options),
           platform_(platform),
           worker_exe_(std::move(worker_exe)),
@@ -106,7 +112,8 @@ public:
           control_(io_, options.control_socket,
                    [this](const nlohmann::json& r, ControlServer::Reply reply) {
                        on_control(r, std::move(reply));
-                   }) {}
+                   }),
+          shares_(shares) {}
 
     int run() {
         stop_signals_.async_wait([this](boost::system::error_code ec, int signo) {
@@ -262,18 +269,44 @@ private:
         dev.restart.cancel();
         unwatch_frontend(dev);
         if (!dev.worker) {
-            devices_.erase(it);
+            forget(id);
             return;
         }
         stop_worker(dev);
+    }
+
+    // The device is gone: its slot goes to a refused device, if one waits.
+    void forget(const DeviceId& id) {
+        devices_.erase(id);
+        const bool had_slot = shares_.admitted(id);
+        shares_.leave(id);
+        if (!had_slot || shutting_down_) {
+            return;
+        }
+        for (auto& [other, dev] : devices_) {
+            if (dev.refused && !dev.removing && !dev.worker) {
+                log_->info("device {}: a guest slot is free", to_string(other));
+                unwatch_frontend(dev);
+                start_worker(dev);
+                return;
+            }
+        }
     }
 
     // --- workers ------------------------------------------------------------------------
 
     void start_worker(Device& dev) {
         dev.restart_pending = false;
-        auto worker = WorkerProcess::spawn(io_, worker_exe_,
-                                           worker_arguments(options_for(dev.id.fe), dev.id));
+        if (!shares_.admit(dev.id)) {
+            refuse(dev);
+            return;
+        }
+        dev.refused = false;
+        dev.held_pages = held_pages(dev.id.fe);
+        dev.ceilings = shares_.ceilings(dev.held_pages);
+        SupervisorOptions options = options_for(dev.id.fe);
+        options.session.ceilings = dev.ceilings;
+        auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
         if (!worker) {
             log_->error("cannot start a worker for {}: {}", to_string(dev.id),
                         worker.error().message());
@@ -283,7 +316,72 @@ private:
             return;
         }
         dev.worker = std::move(worker).value();
-        log_->info("device {}: worker {} started", to_string(dev.id), dev.worker->pid());
+        dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
+        log_->info(
+            "device {}: worker {} started (max_map_pages <= {}, max_lend_pages <= {}, "
+            "{} lent page(s) still held)",
+            to_string(dev.id), dev.worker->pid(), *dev.ceilings.max_map_pages,
+            *dev.ceilings.max_lend_pages, dev.held_pages);
+    }
+
+    // Every slot is taken: the device is refused the xenbus way, and tried again when a
+    // slot frees or its frontend comes back to Initialising.
+    void refuse(Device& dev) {
+        log_->warn("device {}: refused, {} guest devices are served already (--max-guests)",
+                   to_string(dev.id), shares_.max_guests());
+        dev.refused = true;
+        dev.frontend_left = false;
+        const std::pair<std::string_view, std::string> values[] = {
+            {"error", std::to_string(kTooManyGuests) + " the backend serves at most " +
+                          std::to_string(shares_.max_guests()) + " guest devices"},
+            {"state", state_value(XenbusState::closed)},
+        };
+        if (auto written = write_if_present(*platform_.store, backend_dir(be_, dev.id), values);
+            !written) {
+            log_->warn("device {}: cannot write the refusal: {}", to_string(dev.id),
+                       written.error().message());
+        }
+        watch_frontend(dev);
+    }
+
+    // Lent pages `fe` still maps: they stay out of the LEND pool until it unmaps them.
+    uint64_t held_pages(xen::DomId fe) {
+        if (!platform_.usage) {
+            return 0;
+        }
+        auto held = platform_.usage->held_by(fe);
+        if (!held) {
+            if (!usage_warned_) {
+                usage_warned_ = true;
+                log_->warn(
+                    "cannot tell which lent pages a guest still maps ({}): counting "
+                    "none against its LEND share",
+                    held.error().message());
+            }
+            return 0;
+        }
+        return held.value();
+    }
+
+    // The guest reconnects (a worker serves every connection of its device): the LEND
+    // bound of the new connection follows what the guest still maps of earlier ones. The
+    // worker holds the frontend before InitWait, and lends nothing, until this arrives.
+    void send_ceilings(const DeviceId& id) {
+        const auto it = devices_.find(id);
+        if (it == devices_.end() || !it->second.worker || shutting_down_) {
+            return;
+        }
+        Device& dev = it->second;
+        dev.held_pages = held_pages(id.fe);
+        dev.ceilings = shares_.ceilings(dev.held_pages);
+        if (dev.held_pages != 0) {
+            log_->info("device {}: {} lent page(s) still held, max_lend_pages <= {}", to_string(id),
+                       dev.held_pages, *dev.ceilings.max_lend_pages);
+        }
+        dev.worker->request({{"op", op::ceilings},
+                             {"max_map_pages", *dev.ceilings.max_map_pages},
+                             {"max_lend_pages", *dev.ceilings.max_lend_pages}},
+                            options_.worker_answer_timeout, [](std::optional<nlohmann::json>) {});
     }
 
     // The options a worker of `domid` starts with: quota changes included.
@@ -349,9 +447,10 @@ private:
         } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
             ++dev.confinement_violations;
             ++confinement_violations_;
-            log_->error("device {}: worker {} was killed by its seccomp filter: a confinement "
-                        "violation (a system call outside the allowlist)",
-                        to_string(dev.id), pid);
+            log_->error(
+                "device {}: worker {} was killed by its seccomp filter: a confinement "
+                "violation (a system call outside the allowlist)",
+                to_string(dev.id), pid);
         } else {
             log_->warn("device {}: worker {} died ({})", to_string(dev.id), pid,
                        describe_exit(status));
@@ -359,7 +458,7 @@ private:
         mark_closed(dev.id);
         if (shutting_down_ || dev.removing) {
             const DeviceId id = dev.id;
-            devices_.erase(id);
+            forget(id);
             return;
         }
         dev.failures = connected ? 0 : dev.failures + 1;
@@ -414,7 +513,12 @@ private:
             return;
         }
         const auto state = read_state(*platform_.store, frontend_dir(id));
-        if (!state || state.value() != XenbusState::initialising) {
+        const bool initialising = state && state.value() == XenbusState::initialising;
+        if (dev.refused && !initialising) {
+            dev.frontend_left = true;
+        }
+        // A refused frontend still at Initialising has not seen the refusal yet.
+        if (!initialising || (dev.refused && !dev.frontend_left)) {
             return;
         }
         unwatch_frontend(dev);
@@ -454,8 +558,8 @@ private:
             reply(error_reply("the backend is shutting down"));
         } else if (op == op::status) {
             ask_workers(std::nullopt, nlohmann::json{{"op", op::status}}, "domains",
-                        [reply = std::move(reply), total = confinement_violations_](
-                            nlohmann::json answer) mutable {
+                        [reply = std::move(reply),
+                         total = confinement_violations_](nlohmann::json answer) mutable {
                             answer["confinement_violations"] = total;
                             reply(std::move(answer));
                         });
@@ -585,6 +689,11 @@ private:
         if (dev.confinement_violations != 0) {
             j["confinement_violations"] = dev.confinement_violations;
         }
+        if (shares_.admitted(dev.id)) {
+            j["lend_share"] = shares_.lend_share();
+            j["map_share"] = shares_.map_share();
+            j["held_pages"] = dev.held_pages;
+        }
         return j;
     }
 
@@ -609,7 +718,7 @@ private:
             }
         }
         for (const auto& id : idle) {
-            devices_.erase(id);
+            forget(id);
         }
         log_->info("revoking every guest's resources: {} worker(s) to end", devices_.size());
         grace_.expires_after(options_.shutdown_grace);
@@ -650,6 +759,8 @@ private:
     StorePump pump_;
     ControlServer control_;
     std::map<DeviceId, Device> devices_;
+    PoolShares shares_;
+    bool usage_warned_ = false;
     uint64_t confinement_violations_ = 0;  // workers killed by their seccomp filter, in all
     bool shutting_down_ = false;
     int exit_code_ = 0;
@@ -683,6 +794,14 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
         args.emplace_back("--set");
         args.push_back(setting);
     }
+    if (const auto& map = options.session.ceilings.max_map_pages) {
+        args.emplace_back("--map-ceiling");
+        args.push_back(std::to_string(*map));
+    }
+    if (const auto& lend = options.session.ceilings.max_lend_pages) {
+        args.emplace_back("--lend-ceiling");
+        args.push_back(std::to_string(*lend));
+    }
     args.emplace_back("--log-level");
     args.push_back(level_name(options.log_level));
     if (!options.confinement.enabled) {
@@ -696,6 +815,32 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
     args.emplace_back("--worker-seccomp");
     args.emplace_back(seccomp_mode_name(options.confinement.seccomp));
     return args;
+}
+
+// The pools' sizes: the options, and the LEND pool from the platform unless given.
+// nullopt (logged) when the given LEND pool is larger than the platform's.
+std::optional<PoolSizes> pool_sizes(const PoolOptions& options, xen::Platform& platform) {
+    PoolSizes pools{0, options.map_pages, options.event_channels, options.store_watches};
+    const auto platform_pool = platform.usage
+                                   ? platform.usage->share_pool_pages()
+                                   : xen::Result<uint32_t>(xen::errc(std::errc::not_supported));
+    if (options.lend_pages) {
+        if (platform_pool && *options.lend_pages > platform_pool.value()) {
+            spdlog::error("--lend-pool-pages {} is larger than the hypervisor's pool ({} pages)",
+                          *options.lend_pages, platform_pool.value());
+            return std::nullopt;
+        }
+        pools.lend_pages = *options.lend_pages;
+    } else if (platform_pool) {
+        pools.lend_pages = platform_pool.value();
+    } else {
+        spdlog::warn(
+            "cannot read the LEND pool's size ({}): assuming {} pages (give "
+            "--lend-pool-pages)",
+            platform_pool.error().message(), kFallbackLendPoolPages);
+        pools.lend_pages = kFallbackLendPoolPages;
+    }
+    return pools;
 }
 
 int run_supervisor(const SupervisorOptions& options) {
@@ -720,7 +865,21 @@ int run_supervisor(const SupervisorOptions& options) {
         spdlog::error("cannot open the hypervisor: {}", platform.error().message());
         return 1;
     }
-    Supervisor supervisor(options, platform.value(), std::move(exe));
+    const auto pools = pool_sizes(options.pools, platform.value());
+    if (!pools) {
+        return 1;
+    }
+    if (const auto problem = PoolShares::check(*pools, options.pools.max_guests)) {
+        spdlog::error("{}", *problem);
+        return 1;
+    }
+    const PoolShares shares(*pools, options.pools.max_guests);
+    spdlog::info(
+        "pools: {} LEND pages, {} map pages for at most {} guest devices: {} and {} "
+        "pages each",
+        pools->lend_pages, pools->map_pages, shares.max_guests(), shares.lend_share(),
+        shares.map_share());
+    Supervisor supervisor(options, platform.value(), std::move(exe), shares);
     return supervisor.run();
 }
 

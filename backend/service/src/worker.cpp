@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <csignal>
+#include <limits>
 #include <xenhsa/backend/service/control_messages.hpp>
 #include <xenhsa/backend/service/line_channel.hpp>
 #include <xenhsa/backend/service/logging.hpp>
@@ -22,6 +23,7 @@ class Worker {
 public:
     Worker(const WorkerOptions& options, xen::Platform& platform, SessionFactory& factory)
         : options_(options),
+          factory_(factory),
           log_(spdlog::default_logger()),
           signals_(io_, SIGTERM, SIGINT),
           device_(io_, platform, factory, options.device, log_),
@@ -42,7 +44,17 @@ public:
                 finish(0);
             }
         });
+        // What the guest still maps of its lends is read by the supervisor when the guest
+        // reconnects, so the HELLO of the new connection reports a current LEND bound.
+        device_.on_factory_wanted = [this] {
+            if (channel_) {
+                channel_->send({{"event", "ceilings-wanted"}});
+            }
+        };
         device_.on_state_change = [this](XenbusState state) {
+            if (channel_ && state == XenbusState::closed) {
+                factory_.ceilings_outdated();  // the supervisor answers with new ones
+            }
             if (channel_) {
                 channel_->send({{"event", "state"}, {"state", std::string(to_string(state))}});
             }
@@ -86,10 +98,10 @@ private:
             return false;
         }
         const ConfinementReport& r = *confined.report;
-        log_->info("confined: uid {} gid {}, no capabilities, no new privileges, seccomp {} "
-                   "({} system calls allowed)",
-                   r.uid, r.gid, seccomp_mode_name(options_.confinement.seccomp),
-                   r.allowed_syscalls);
+        log_->info(
+            "confined: uid {} gid {}, no capabilities, no new privileges, seccomp {} "
+            "({} system calls allowed)",
+            r.uid, r.gid, seccomp_mode_name(options_.confinement.seccomp), r.allowed_syscalls);
         for (const std::string& fd : r.fds) {
             log_->debug("open fd {}", fd);
         }
@@ -137,6 +149,18 @@ private:
                 reply["status"] = to_json(device_.status());
                 reply["status"]["revoked"] = revoked;
             }
+        } else if (op == op::ceilings) {
+            constexpr uint64_t kMax32 = std::numeric_limits<uint32_t>::max();
+            const auto map = json_uint(request, "max_map_pages");
+            const auto lend = json_uint(request, "max_lend_pages");
+            if (!map || !lend || *map > kMax32 || *lend > kMax32) {
+                reply = error_reply("bad ceilings");
+            } else {
+                factory_.set_ceilings({static_cast<uint32_t>(*map), static_cast<uint32_t>(*lend)});
+                uint64_t revoked = 0;
+                (void)device_.update_limits({}, revoked);  // a live session gets them too
+                device_.factory_ready();
+            }
 #if XENHSA_TEST_HOOKS
         } else if (op == op::test_forbidden_syscall) {
             log_->warn("test hook: making a system call the filter forbids");
@@ -167,6 +191,7 @@ private:
     }
 
     const WorkerOptions& options_;
+    SessionFactory& factory_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
     boost::asio::signal_set signals_;

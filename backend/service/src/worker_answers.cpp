@@ -31,10 +31,13 @@ void WorkerAnswers::answer(std::size_t index, const DeviceId &id, pid_t pid,
     }
     if (status) {
         status->id = id;  // a worker speaks for its device only
-        const auto violations = json_uint(entry, "confinement_violations");
+        const nlohmann::json offline = entry;
         entry = to_json(*status);
-        if (violations) {
-            entry["confinement_violations"] = *violations;  // the supervisor's count
+        // What the supervisor knows better than the worker.
+        for (const char* key : {"confinement_violations", "lend_share", "map_share", "held_pages"}) {
+            if (const auto value = json_uint(offline, key)) {
+                entry[key] = *value;
+            }
         }
         entry["worker_pid"] = pid;
         if (const auto n = json_uint((*reply)["status"], "revoked")) {

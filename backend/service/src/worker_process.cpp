@@ -200,12 +200,21 @@ void WorkerProcess::request(nlohmann::json message, std::chrono::milliseconds ti
 }
 
 void WorkerProcess::on_message(const nlohmann::json& message) {
+    if (json_string(message, "event") == std::optional<std::string_view>("ceilings-wanted")) {
+        if (on_ceilings_wanted) {
+            on_ceilings_wanted();
+        }
+        return;
+    }
     if (json_string(message, "event") == std::optional<std::string_view>("state")) {
         const auto state = json_string(message, "state");
         for (unsigned i = 0; state && i <= static_cast<unsigned>(XenbusState::reconfigured); ++i) {
             if (to_string(static_cast<XenbusState>(i)) == *state) {
                 state_ = static_cast<XenbusState>(i);
                 ever_connected_ = ever_connected_ || state_ == XenbusState::connected;
+                if (on_state) {
+                    on_state(*state_);
+                }
             }
         }
         return;

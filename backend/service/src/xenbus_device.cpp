@@ -74,6 +74,13 @@ void XenbusDevice::frontend_changed() {
                 log_->info("frontend restarted");
                 close({});
             }
+            if (state_ == XenbusState::closed && !factory_.ready()) {
+                log_->debug("frontend reconnecting: waiting for the pool shares");
+                if (on_factory_wanted) {
+                    on_factory_wanted();
+                }
+                break;
+            }
             if (state_ == XenbusState::closed) {
                 log_->info("frontend reconnecting");
                 if (advertise() == Write::ok) {
@@ -97,6 +104,8 @@ void XenbusDevice::frontend_changed() {
             break;
     }
 }
+
+void XenbusDevice::factory_ready() { frontend_changed(); }
 
 void XenbusDevice::connect() {
     auto keys = read_frontend_keys(*platform_.store, fe_dir_, factory_.max_ring_page_order());

@@ -96,6 +96,13 @@ Result<Platform> attach(const std::filesystem::path& dir, DomId domid) {
     return p;
 }
 
+Result<std::unique_ptr<GrantUsage>> open_grant_usage(const std::filesystem::path& dir,
+                                                     DomId domid) {
+    std::unique_ptr<GrantUsage> usage;
+    if (auto r = add(dir, domid, usage, client::make_grant_usage); !r) return r.error();
+    return usage;
+}
+
 GrantTableView::~GrantTableView() {
     if (entries_ != nullptr) {
         client::unmap(reinterpret_cast<std::byte*>(entries_), count_ * sizeof(grant_entry_v1_t));

@@ -15,6 +15,7 @@ Result<std::unique_ptr<EventChannel>> make_event_channel(Channel ch);
 Result<std::unique_ptr<Store>> make_store(Channel ch);
 Result<std::unique_ptr<Domains>> make_domains(Channel ch);
 Result<std::unique_ptr<ForeignMemory>> make_foreign_memory(Channel ch);
+Result<std::unique_ptr<GrantUsage>> make_grant_usage(Channel ch);
 
 // A kernel object that exists only to make an epoll set readable while the component has
 // something queued that its socket no longer shows (an eventfd). Remembers its state, so

@@ -102,6 +102,7 @@ void Daemon::dispatch(Conn& c, wire::Message& req) {
         case Op::share_release:
         case Op::share_revoke:
         case Op::foreign_map:
+        case Op::grant_usage:
             on_grants(c, req);
             return;
         case Op::evtchn_bind_unbound:
@@ -266,6 +267,17 @@ void Daemon::on_grants(Conn& c, const wire::Message& req) {
             fds.push_back(std::move(fd));
             reply(c, req, 0, wire::as_bytes(wire::ShareRep{id.value()}),
                   wire::bytes_of(std::span<const GrantRef>(refs)), std::move(fds));
+            return;
+        }
+        case Op::grant_usage: {
+            if (!req.body_is<wire::DomainReq>() || !req.tail.empty()) break;
+            const Domain* d = live_domain(c.dom);
+            if (d == nullptr) {
+                reply_error(c, req, err(ESRCH));
+                return;
+            }
+            const DomId peer = req.body_as<wire::DomainReq>().domid;
+            reply_body(c, req, wire::UsageRep{d->grants->held_by(peer), d->grants->capacity()});
             return;
         }
         case Op::share_end_access:

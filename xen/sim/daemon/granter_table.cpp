@@ -107,11 +107,19 @@ Result<std::vector<GrantRef>> GranterTable::grant(const std::shared_ptr<Segment>
     for (std::size_t i = 0; i < refs.size(); ++i) {
         const GrantRef r = refs[i];
         free_.erase(r);
-        refs_[r] = Ref{RefState::shared, segment};
+        refs_[r] = Ref{RefState::shared, segment, peer};
         GrantTable::grant(entries[r], peer, static_cast<uint32_t>(segment->gfn + i), readonly);
     }
     segment->granting_refs += refs.size();
     return refs;
+}
+
+uint32_t GranterTable::held_by(DomId peer) const noexcept {
+    uint32_t held = 0;
+    for (const Ref& r : refs_) {
+        held += r.state != RefState::free && r.peer == peer ? 1 : 0;
+    }
+    return held;
 }
 
 Result<void> GranterTable::end_access(std::span<const GrantRef> refs) noexcept {

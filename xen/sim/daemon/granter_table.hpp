@@ -13,6 +13,7 @@
 #include <vector>
 #include <xenhsa/xen/sim/grant_table.hpp>
 #include <xenhsa/xen/sim/unique_fd.hpp>
+#include <xenhsa/xen/sim/wire.hpp>
 
 namespace xenhsa::xen::sim::daemon {
 
@@ -49,7 +50,7 @@ struct Resolved {
 class GranterTable {
 public:
     // Refs below this are reserved, as Xen reserves them for the toolstack.
-    static constexpr GrantRef kFirstRef = 8;
+    static constexpr GrantRef kFirstRef = wire::kReservedGrantRefs;
 
     static Result<std::shared_ptr<GranterTable>> create(DomId owner, uint32_t entries);
     GranterTable(const GranterTable&) = delete;
@@ -63,6 +64,10 @@ public:
 
     // --- the granter's side -------------------------------------------------------------
     [[nodiscard]] std::size_t free_refs() const noexcept { return free_.size(); }
+    // Refs that can be granted at all (every ref but the reserved ones).
+    [[nodiscard]] uint32_t capacity() const noexcept { return size() - kFirstRef; }
+    // Refs granted to `peer` that are not free again: shared, or ended but still pinned.
+    [[nodiscard]] uint32_t held_by(DomId peer) const noexcept;
     // A gfn range for a new segment (gfns are never reused). ENOMEM when exhausted.
     Result<uint64_t> take_gfns(uint64_t pages) noexcept;
     // Allocates one ref per page of `segment` and grants each to `peer` (frame = gfn).
@@ -89,6 +94,7 @@ private:
     struct Ref {
         RefState state = RefState::free;
         std::shared_ptr<Segment> segment;
+        DomId peer = 0;
     };
 
     GranterTable() = default;

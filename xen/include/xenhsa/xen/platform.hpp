@@ -7,6 +7,7 @@
 #include <xenhsa/xen/foreign_memory.hpp>
 #include <xenhsa/xen/grant_map.hpp>
 #include <xenhsa/xen/grant_share.hpp>
+#include <xenhsa/xen/grant_usage.hpp>
 #include <xenhsa/xen/store.hpp>
 
 #include <memory>
@@ -20,6 +21,7 @@ struct Platform {
     std::unique_ptr<Store> store;
     std::unique_ptr<Domains> domains;
     std::unique_ptr<ForeignMemory> foreign; // may be null: unprivileged
+    std::unique_ptr<GrantUsage> usage;       // may be null: opened only where asked for
 };
 
 }  // namespace xenhsa::xen

@@ -14,6 +14,9 @@
 //    "domid":N (optional)}             the devices (of domain N) and their later workers;
 //                                      a guest over them loses its newest MAPs/LENDs
 //                                      (<device> then has "revoked": count)
+//   {"op":"ceilings",                {"ok":true}: (worker only) the device's pool shares as
+//    "max_map_pages":M,              bounds on its quotas (pool_shares.hpp), for this and
+//    "max_lend_pages":L}             later sessions
 //   {"op":"shutdown"}  (worker only) no answer: the worker ends
 //   {"op":"test-forbidden-syscall","domid":N}  test builds: that domain's worker makes a
 //                                    forbidden system call (no answer: seccomp kills it)
@@ -23,10 +26,13 @@
 //   <device> = {"domid":N,"devid":D,"state":"Connected","mapped_pages":..,
 //               "pinned_pages":..,"lent_pages":..,"queues":..,"events":..,"handles":..,
 //               "doorbells_forwarded":..,"doorbell_polls":..,
-//               "error":"...","worker_pid":P,"confinement_violations":V}
+//               "error":"...","worker_pid":P,"confinement_violations":V,
+//               "lend_share":S,"map_share":M,"held_pages":H}
 //               (error and worker_pid only when known; the doorbell counters optional on
 //                reading; confinement_violations: workers of this device the seccomp
-//                filter killed, only when nonzero)
+//                filter killed, only when nonzero; the shares of the backend's page pools
+//                and the lent pages the guest still held from earlier connections when
+//                its current one began, from the supervisor, for devices it serves)
 #ifndef XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 #define XENHSA_BACKEND_SERVICE_CONTROL_MESSAGES_HPP
 
@@ -44,6 +50,7 @@ inline constexpr std::string_view status = "status";
 inline constexpr std::string_view revoke = "revoke";
 inline constexpr std::string_view shutdown = "shutdown";
 inline constexpr std::string_view quotas = "quotas";
+inline constexpr std::string_view ceilings = "ceilings";
 // Test builds only (XENHSA_TEST_HOOKS): the worker of "domid" makes a system call its
 // seccomp filter forbids, which must kill it.
 inline constexpr std::string_view test_forbidden_syscall = "test-forbidden-syscall";

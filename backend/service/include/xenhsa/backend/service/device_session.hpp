@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 #include <xenhsa/backend/service/frontend_keys.hpp>
+#include <xenhsa/backend/service/quota_ceilings.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/platform.hpp>
 
@@ -74,6 +75,16 @@ public:
         (void)settings;
         return std::string("this backend has no quotas to change");
     }
+    // The supervisor's bounds for this and every later session (pool shares): quotas
+    // above them are lowered to them, whatever the settings say.
+    virtual void set_ceilings(const QuotaCeilings& ceilings) noexcept { (void)ceilings; }
+    // A session ended: what the guest still maps of its lends changes the LEND bound of
+    // the next one, which only the supervisor can read (when the device is advertised
+    // again). Until set_ceilings() brings it, the LEND bound is 0.
+    virtual void ceilings_outdated() noexcept {}
+    // Whether a new connection may be advertised (InitWait) now. A reconnecting frontend
+    // waits while this is false, so that its HELLO never reports an outdated bound.
+    [[nodiscard]] virtual bool ready() const noexcept { return true; }
 };
 
 }  // namespace xenhsa::backend::service

@@ -14,7 +14,8 @@ struct PlatformChoice {
 };
 
 enum class PlatformRole : uint8_t {
-    // Store and domain liveness only: the supervisor never touches guest memory.
+    // Store, domain liveness and the grant usage of the backend's own table (which pages
+    // a guest still holds): the supervisor never touches guest memory.
     supervisor,
     // Everything one guest device needs, without foreign memory (a worker serves a
     // guest through grants only) and, on Xen, without privcmd, the hypercall device or

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 #include <xenhsa/backend/service/device_session.hpp>
+#include <xenhsa/backend/service/quota_ceilings.hpp>
 
 namespace xenhsa::backend::service {
 
@@ -20,6 +21,7 @@ struct SessionConfig {
     std::string soft_gfx = "gfx900";    // the software agent's ISA: gfx900 | 906 | 908 | 90a
     std::filesystem::path config_file;  // JSON quotas; empty: defaults
     std::vector<std::string> settings;  // "key=value" overrides, in order
+    QuotaCeilings ceilings;             // applied after the file and the overrides
 };
 
 // A readable error for a software agent target (--soft-gfx) that does not exist, or

@@ -13,6 +13,12 @@
 // A worker killed by SIGSYS broke its seccomp filter: the supervisor logs a confinement
 // violation, counts it in the device's status and treats it as any dead worker.
 //
+// Pools: at most `pools.max_guests` devices are served at once (a device beyond them is
+// refused: error node and Closed); each worker's page quotas are bounded by its device's
+// share of the backend's pools, and its LEND quota also by the pages its guest still
+// holds from earlier connections (read through xen::GrantUsage when the worker starts and
+// whenever it advertises the device for a new connection). See pool_shares.hpp.
+//
 // SIGTERM/SIGINT: stop accepting control requests, ask every worker to revoke
 // everything and end (SIGKILL after `shutdown_grace`), reap them all, return 0.
 #ifndef XENHSA_BACKEND_SERVICE_SUPERVISOR_HPP
@@ -24,6 +30,7 @@
 #include <filesystem>
 #include <xenhsa/backend/service/confinement.hpp>
 #include <xenhsa/backend/service/platform_open.hpp>
+#include <xenhsa/backend/service/pool_shares.hpp>
 #include <xenhsa/backend/service/session_config.hpp>
 
 namespace xenhsa::backend::service {
@@ -31,8 +38,9 @@ namespace xenhsa::backend::service {
 struct SupervisorOptions {
     PlatformChoice platform;
     std::filesystem::path control_socket;
-    SessionConfig session;  // handed to every worker
+    SessionConfig session;           // handed to every worker
     ConfinementOptions confinement;  // likewise
+    PoolOptions pools;
     spdlog::level::level_enum log_level = spdlog::level::info;
     std::filesystem::path worker_exe;  // empty: this binary (/proc/self/exe)
     std::chrono::milliseconds shutdown_grace{10000};

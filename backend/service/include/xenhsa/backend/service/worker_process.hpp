@@ -47,6 +47,10 @@ public:
     [[nodiscard]] bool ever_connected() const noexcept { return ever_connected_; }
 
     void request(nlohmann::json message, std::chrono::milliseconds timeout, Answer answer);
+    // Called with each backend state the worker reports.
+    std::function<void(XenbusState)> on_state;
+    // Called when the worker holds a reconnecting frontend until it gets new pool shares.
+    std::function<void()> on_ceilings_wanted;
     // Asks the worker to revoke everything and end; its exit is seen through SIGCHLD.
     void shutdown();
     void kill() noexcept;

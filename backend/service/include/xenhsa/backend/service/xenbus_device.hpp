@@ -48,6 +48,10 @@ public:
 
     // Called with each new backend state once it is in the store.
     std::function<void(XenbusState)> on_state_change;
+    // A frontend reconnects while the factory is not ready(): whoever makes it ready is
+    // asked to (the worker asks the supervisor for the pool shares); factory_ready() then
+    // serves the frontend.
+    std::function<void()> on_factory_wanted;
     // Called when the store refused a write or a watch: the worker should end.
     std::function<void(std::error_code)> on_store_failure;
 
@@ -67,6 +71,8 @@ public:
     // Backend shutdown or unplug: Closing, teardown, Closed (only while the backend
     // directory exists). Afterwards the device ignores the frontend.
     void shutdown() noexcept;
+    // The factory became ready() again: a frontend waiting to reconnect is served now.
+    void factory_ready();
 
     [[nodiscard]] XenbusState state() const noexcept { return state_; }
     [[nodiscard]] DeviceStatus status() const;

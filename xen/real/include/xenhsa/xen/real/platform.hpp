@@ -49,6 +49,12 @@ Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions &opti
 // xs_open(XS_UNWATCH_FILTER): xenstored's socket, else /dev/xen/xenbus.
 Result<std::unique_ptr<Store>> open_store(const RealOptions &options = {});
 Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions &options = {});
+// Not opened by open_real_platform(): a backend's supervisor asks for it. It holds privcmd
+// and the hypercall device for its whole life, when they open; where this domain's grant
+// table cannot be read (no privcmd, a driver domain, HVM/PVH, grant table v2), held_by()
+// fails with ENOTSUP. share_pool_pages() is gntalloc's page limit
+// (/sys/module/xen_gntalloc/parameters/limit); ENOTSUP when it cannot be read.
+Result<std::unique_ptr<GrantUsage>> open_grant_usage();
 
 // Domains over `store` (which it owns and uses only for itself: give it its own
 // connection, not the Platform's, since a Store is not shared between threads) plus, if

@@ -68,6 +68,13 @@ Result<std::vector<DomainInfo>> list_domains(const std::filesystem::path& dir);
 // component has its own connection to the daemon.
 Result<Platform> attach(const std::filesystem::path& dir, DomId domid);
 
+// The grant usage of `domid`'s own table (Platform::usage, which attach() leaves null:
+// a backend's supervisor asks for it). held_by(peer): refs the domain granted to `peer`
+// that are not free again, shares still live and refs ended or revoked but still mapped
+// by the peer alike; share_pool_pages(): the refs the domain can grant at all. Another
+// connection attached to `domid`.
+Result<std::unique_ptr<GrantUsage>> open_grant_usage(const std::filesystem::path& dir, DomId domid);
+
 // --- for tests that play a hostile guest -------------------------------------------------
 // A domain's own grant table, mapped read-write as the guest sees it: Xen v1 entries the
 // daemon wrote for its shares, which the test may rewrite at any moment. Asked through a

@@ -29,6 +29,8 @@ inline constexpr std::size_t kPageSize = 4096;
 // Largest batch of grant refs or foreign gfns in one request.
 inline constexpr uint32_t kMaxBatch = 1u << 20;
 inline constexpr std::size_t kMaxDomainName = 64;
+// Grant refs below this are never handed out, as Xen reserves them for the toolstack.
+inline constexpr uint32_t kReservedGrantRefs = 8;
 
 enum class Op : uint16_t {
     hello = 1,
@@ -67,7 +69,9 @@ enum class Op : uint16_t {
     store_event,  // daemon -> client: a watch fired
     // foreign memory (dom0)
     foreign_map,
-    last_ = foreign_map,
+    // the caller's own grant table: how many entries a peer holds (DomainReq -> UsageRep)
+    grant_usage,
+    last_ = grant_usage,
 };
 
 inline constexpr uint16_t kFlagBulkTail = 1;  // the tail is in the first fd (a memfd)
@@ -129,6 +133,11 @@ struct DomainEntry {
 struct TableRep {
     uint32_t entries;  // fds: the table memfd (entries * sizeof(grant_entry_v1_t) bytes)
     uint32_t pad;
+};
+
+struct UsageRep {
+    uint32_t held;      // entries granted to the peer, not yet free (pinned ones included)
+    uint32_t capacity;  // entries the caller's domain can grant at once
 };
 
 struct MapReq {
