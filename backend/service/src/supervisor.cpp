@@ -652,8 +652,9 @@ private:
             reply(error_reply("domain " + std::to_string(*domid) + " has no device"));
             return;
         }
-        auto answers =
-            std::make_shared<WorkerAnswers>(key, request.contains("handle"), std::move(reply));
+        const bool report = request.value("op", "") == op::status;
+        auto answers = std::make_shared<WorkerAnswers>(key, request.contains("handle"), report,
+                                                       std::move(reply));
         for (auto& [id, dev] : devices_) {
             if (domid && id.fe != *domid) {
                 continue;

@@ -4,21 +4,18 @@
 
 namespace xenhsa::backend::service {
 
-WorkerAnswers::WorkerAnswers(std::string key, bool want_handle, ControlServer::Reply reply)
-    : key_(std::move(key)), want_handle_(want_handle), reply_(std::move(reply))
-{
-}
+WorkerAnswers::WorkerAnswers(std::string key, bool want_handle, bool report,
+                             ControlServer::Reply reply)
+    : key_(std::move(key)), want_handle_(want_handle), report_(report), reply_(std::move(reply)) {}
 
-std::size_t WorkerAnswers::add(nlohmann::json offline_entry)
-{
+std::size_t WorkerAnswers::add(nlohmann::json offline_entry) {
     entries_.push_back(std::move(offline_entry));
     return entries_.size() - 1;
 }
 
-void WorkerAnswers::answer(std::size_t index, const DeviceId &id, pid_t pid,
-                           const std::optional<nlohmann::json> &reply)
-{
-    auto &entry = entries_[index];
+void WorkerAnswers::answer(std::size_t index, const DeviceId& id, pid_t pid,
+                           const std::optional<nlohmann::json>& reply) {
+    auto& entry = entries_[index];
     std::optional<DeviceStatus> status;
     std::string failure = "worker not answering";
     if (reply && json_bool(*reply, "ok") == true && reply->contains("status")) {
@@ -34,7 +31,8 @@ void WorkerAnswers::answer(std::size_t index, const DeviceId &id, pid_t pid,
         const nlohmann::json offline = entry;
         entry = to_json(*status);
         // What the supervisor knows better than the worker.
-        for (const char* key : {"confinement_violations", "lend_share", "map_share", "held_pages"}) {
+        for (const char* key :
+             {"confinement_violations", "lend_share", "map_share", "held_pages"}) {
             if (const auto value = json_uint(offline, key)) {
                 entry[key] = *value;
             }
@@ -45,15 +43,14 @@ void WorkerAnswers::answer(std::size_t index, const DeviceId &id, pid_t pid,
         }
     } else {
         entry["error"] = failure;
-        if (error_.empty()) {
+        if (error_.empty() && !report_) {
             error_ = "device " + to_string(id) + ": " + failure;
         }
     }
     done();
 }
 
-void WorkerAnswers::done()
-{
+void WorkerAnswers::done() {
     if (--left_ != 0) {
         return;
     }
