@@ -13,8 +13,7 @@ using Clock = std::chrono::steady_clock;
 
 double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
 
-double percentile(std::vector<double> sorted, double p)
-{
+double percentile(std::vector<double> sorted, double p) {
     if (sorted.empty()) {
         return 0;
     }
@@ -24,10 +23,10 @@ double percentile(std::vector<double> sorted, double p)
 
 }  // namespace
 
-PathResult measure(DispatchPath &path, const BenchConfig &config)
-{
+PathResult measure(DispatchPath& path, const BenchConfig& config) {
     PathResult result;
     result.path = std::string(path.name());
+    path.start_round();
     for (uint32_t i = 0; i < config.warmup; ++i) {
         path.dispatch_and_wait();
     }
@@ -55,26 +54,25 @@ PathResult measure(DispatchPath &path, const BenchConfig &config)
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     result.dispatches_per_s = static_cast<double>(batches) * batch / seconds;
+    path.end_round();
     return result;
 }
 
-PathResult median(std::vector<PathResult> rounds)
-{
+PathResult median(std::vector<PathResult> rounds) {
     if (rounds.empty()) {
         return {};
     }
-    std::sort(rounds.begin(), rounds.end(), [](const PathResult &x, const PathResult &y) {
+    std::sort(rounds.begin(), rounds.end(), [](const PathResult& x, const PathResult& y) {
         return x.dispatches_per_s < y.dispatches_per_s;
     });
     return rounds[rounds.size() / 2];
 }
 
-void print(const PathResult &r)
-{
-    std::printf("path=%s dispatch_per_s=%.0f latency_us_p50=%.1f latency_us_p99=%.1f "
-                "latency_us_mean=%.1f\n",
-                r.path.c_str(), r.dispatches_per_s, r.latency_us_p50, r.latency_us_p99,
-                r.latency_us_mean);
+void print(const PathResult& r) {
+    std::printf(
+        "path=%s dispatch_per_s=%.0f latency_us_p50=%.1f latency_us_p99=%.1f "
+        "latency_us_mean=%.1f\n",
+        r.path.c_str(), r.dispatches_per_s, r.latency_us_p50, r.latency_us_p99, r.latency_us_mean);
 }
 
 }  // namespace xenhsa::bench

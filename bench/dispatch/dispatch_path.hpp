@@ -14,6 +14,9 @@ class DispatchPath {
 public:
     virtual ~DispatchPath() = default;
     [[nodiscard]] virtual std::string_view name() const = 0;
+    // Around each measured round: a path may keep a polling thread only while measured.
+    virtual void start_round() {}
+    virtual void end_round() {}
     // One dispatch (fill 64 bytes), then wait for its completion signal.
     virtual void dispatch_and_wait() = 0;
     // `count` dispatches on one counted completion signal, then wait for all of them.
@@ -36,11 +39,11 @@ struct BenchConfig {
 };
 
 // Submit-to-signal latency of single dispatches, and throughput of batches.
-PathResult measure(DispatchPath &path, const BenchConfig &config);
+PathResult measure(DispatchPath& path, const BenchConfig& config);
 // The round with the median throughput (its latencies with it).
 PathResult median(std::vector<PathResult> rounds);
 // key=value lines, one per measurement.
-void print(const PathResult &result);
+void print(const PathResult& result);
 
 }  // namespace xenhsa::bench
 

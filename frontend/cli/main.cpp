@@ -179,8 +179,10 @@ int main(int argc, char **argv)
     hostile_cmd->add_option("--mode", hostile.mode, "what to break")
         ->required()
         ->check(CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
-                               "doorbell-garbage", "hello-again", "notify-scribble"}));
-    hostile_cmd->add_option("--count", hostile.count, "garbage: requests to send");
+                               "doorbell-garbage", "hello-again", "notify-scribble",
+                               "event-flood"}));
+    hostile_cmd->add_option("--count", hostile.count,
+                            "garbage: requests to send; event-flood: thousands of kicks");
     hostile_cmd->add_option("--seed", hostile.seed, "random seed");
 
     CLI11_PARSE(app, argc, argv);

@@ -263,6 +263,25 @@ void doorbell_garbage(Report &report, Harness &h, const HostileOptions &hostile)
     check_survives(report, h);
 }
 
+// Kicks without work, as fast as it can (XSA-332): the backend slows this guest's wake-ups
+// down and keeps serving it.
+void event_flood(Report &report, Harness &h, const HostileOptions &hostile)
+{
+    const uint64_t kicks = uint64_t{std::max<uint32_t>(hostile.count, 1)} * 1000;
+    const auto start = Clock::now();
+    uint64_t sent = 0;
+    for (; sent < kicks; ++sent) {
+        if (!h.device().kick()) {
+            break;
+        }
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    report.check("kicks-sent", sent == kicks,
+                 fmt::format("kicks={} seconds={:.3f} kicks_per_s={:.0f}", sent, seconds,
+                             seconds > 0 ? static_cast<double>(sent) / seconds : 0.0));
+    check_survives(report, h);
+}
+
 void hello_again(Report &report, Harness &h)
 {
     Client &client = h.client();
@@ -308,6 +327,8 @@ int run_hostile(const GlobalOptions &options, const HostileOptions &hostile)
         forged_handles(report, h, hostile);
     } else if (hostile.mode == "doorbell-garbage") {
         doorbell_garbage(report, h, hostile);
+    } else if (hostile.mode == "event-flood") {
+        event_flood(report, h, hostile);
     } else if (auto it = kModes.find(hostile.mode); it != kModes.end()) {
         it->second(report, h);
     } else {

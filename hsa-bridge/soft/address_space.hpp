@@ -4,13 +4,10 @@
 // reservation) or a registration (register_user: worker memory already mapped). The GPU
 // reaches a range only while it is mapped to the GPU. Every GPU access (packet fetch
 // aside: a queue holds its ring) goes through a View, which holds the space shared, so
-// that unmap_from_gpu waits for accesses in progress and no access starts after it.
+// that unmap_from_gpu waits for accesses in progress and no access starts after it. Views
+// cost no mutex (rw_lock.hpp): a few atomic operations on a count.
 #ifndef XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
 #define XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
-
-#include "rw_lock.hpp"
-
-#include <xenhsa/hsa/types.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -18,32 +15,34 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <xenhsa/hsa/types.hpp>
+
+#include "rw_lock.hpp"
 
 namespace xenhsa::hsa::soft {
 
 enum class Access : uint8_t { read, write };
 
 // The host pointer of a VA: the backend mirrors guest VAs, so they are the same number.
-inline std::byte *host_ptr(Va va) noexcept
-{
-    return reinterpret_cast<std::byte *>(static_cast<uintptr_t>(va));
+inline std::byte* host_ptr(Va va) noexcept {
+    return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va));
 }
 
 // The memory a queue holds while it lives.
 struct QueueMemory {
     Va ring = 0;
     uint64_t ring_size = 0;
-    Va rptr = 0; // 8 bytes, GPU-written
-    Va wptr = 0; // 8 bytes, GPU-read
+    Va rptr = 0;  // 8 bytes, GPU-written
+    Va wptr = 0;  // 8 bytes, GPU-read
 };
 
 class AddressSpace {
 public:
     // gpu_node_mask: the node bits map_to_gpu accepts; local_limit: device-local bytes.
     AddressSpace(uint64_t gpu_node_mask, uint64_t local_limit) noexcept;
-    ~AddressSpace(); // gives live allocations back to PROT_NONE
-    AddressSpace(const AddressSpace &) = delete;
-    AddressSpace &operator=(const AddressSpace &) = delete;
+    ~AddressSpace();  // gives live allocations back to PROT_NONE
+    AddressSpace(const AddressSpace&) = delete;
+    AddressSpace& operator=(const AddressSpace&) = delete;
 
     Result<void> alloc(Va va, uint64_t size, bool device_local, bool read_only);
     Result<void> free(Va va);
@@ -55,22 +54,28 @@ public:
     // Checks that the ring, read and write pointers are GPU-mapped on `node_bit` (the
     // read pointer writable) and takes a queue reference on every range they lie in.
     // Returns whether the GPU may write the ring (the agent resets fetched headers).
-    Result<bool> hold_queue_memory(const QueueMemory &memory, uint64_t node_bit);
-    void release_queue_memory(const QueueMemory &memory) noexcept;
+    Result<bool> hold_queue_memory(const QueueMemory& memory, uint64_t node_bit);
+    void release_queue_memory(const QueueMemory& memory) noexcept;
 
     // A GPU access in progress: holds the space shared while it lives.
     class View {
     public:
-        explicit View(const AddressSpace &space) : space_(&space), lock_(space.lock_) {}
+        explicit View(const AddressSpace& space) : space_(&space), lock_(space.lock_) {}
         // nullopt when the GPU may access all of [va, va + len) this way; else the first
         // address it may not.
-        [[nodiscard]] std::optional<Va> check(Va va, uint64_t len, Access access) const
-        {
+        [[nodiscard]] std::optional<Va> check(Va va, uint64_t len, Access access) const {
             return space_->first_unreachable(va, len, access, space_->gpu_nodes_);
+        }
+        // Between workgroups: if a writer waits, lets it in, then holds the space again.
+        void let_writer_in() {
+            if (space_->lock_.writer_waiting()) {
+                lock_.unlock();
+                lock_.lock();
+            }
         }
 
     private:
-        const AddressSpace *space_;
+        const AddressSpace* space_;
         std::shared_lock<WriterFirstLock> lock_;
     };
 

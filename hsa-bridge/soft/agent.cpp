@@ -38,6 +38,10 @@ SoftAgentOptions clamped(SoftAgentOptions options) {
     using std::chrono::milliseconds;
     options.worker_threads = std::clamp<uint32_t>(options.worker_threads, 1, 256);
     options.max_inflight_dispatches = std::max<uint32_t>(options.max_inflight_dispatches, 1);
+    options.inline_max_workgroups = std::min(
+        options.inline_max_workgroups.value_or(options.worker_threads), kInlineMaxWorkgroupsLimit);
+    options.idle_spin_time =
+        std::clamp(options.idle_spin_time, microseconds(0), microseconds(1000));
     options.idle_backoff_min = std::max(options.idle_backoff_min, microseconds(1));
     options.idle_backoff_max = std::max(options.idle_backoff_max, options.idle_backoff_min);
     options.idle_block_after = std::max(options.idle_block_after, milliseconds(0));
@@ -49,8 +53,9 @@ SoftAgentOptions clamped(SoftAgentOptions options) {
 }
 
 soft::IdlePolicy idle_policy(const SoftAgentOptions& options) {
-    return soft::IdlePolicy{options.idle_spin, options.idle_backoff_min, options.idle_backoff_max,
-                            options.idle_block_after, options.idle_block_recheck};
+    return soft::IdlePolicy{options.idle_spin,          options.idle_backoff_min,
+                            options.idle_backoff_max,   options.idle_block_after,
+                            options.idle_block_recheck, options.idle_spin_time};
 }
 
 bool pointer_ok(Va va) noexcept {
@@ -105,7 +110,8 @@ SoftAgent::SoftAgent(const SoftAgentOptions& options)
               *this,
               kicks_,
               options_.max_inflight_dispatches,
-              idle_policy(options_)} {}
+              idle_policy(options_),
+              *options_.inline_max_workgroups} {}
 
 SoftAgent::~SoftAgent() {
     std::map<QueueId, std::unique_ptr<soft::Queue>> queues;

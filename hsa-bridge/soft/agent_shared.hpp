@@ -36,6 +36,7 @@ struct AgentShared {
     KickTracker& kicks;
     uint32_t max_inflight = 4;
     IdlePolicy idle;
+    uint64_t inline_max_groups = 0;  // dispatches this small run on the queue's thread
 };
 
 }  // namespace xenhsa::hsa::soft

@@ -119,7 +119,7 @@ void AqlQueue::start() {
 
 void AqlQueue::doorbell() noexcept {
     std::lock_guard lock(mutex_);
-    ++doorbells_;
+    doorbells_.fetch_add(1, std::memory_order_release);
     cv_.notify_one();
 }
 
@@ -127,6 +127,7 @@ void AqlQueue::stop() noexcept {
     {
         std::lock_guard lock(mutex_);
         stopping_ = true;
+        leaving_.store(true, std::memory_order_release);
         halted_.store(true, std::memory_order_release);
         cv_.notify_all();
     }
@@ -149,6 +150,7 @@ void AqlQueue::fail(std::optional<Va> fault) noexcept {
             failed_ = true;
             fault_ = fault;
         }
+        leaving_.store(true, std::memory_order_release);
         // A page fault kills the queue's work in flight, as a VM fault does on a GPU
         // without XNACK. Any other error only stops the fetching: dispatches already
         // launched run to completion.
@@ -172,7 +174,7 @@ void AqlQueue::dispatch_done(const DispatchJob& job) noexcept {
     }
     // Notify under the lock: once it is released the queue may be destroyed.
     std::lock_guard lock(mutex_);
-    --inflight_;
+    inflight_.fetch_sub(1, std::memory_order_release);  // pairs with wait_inflight_below
     cv_.notify_all();
 }
 
@@ -201,7 +203,7 @@ bool AqlQueue::past_the_ring() const noexcept { return wptr_seen_ - read_ > slot
 
 bool AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout) {
     std::unique_lock lock(mutex_);
-    auto woken = [&] { return doorbells_ != seen || leaving_locked(); };
+    auto woken = [&] { return doorbells_.load(std::memory_order_relaxed) != seen || leaving(); };
     if (timeout) {
         return cv_.wait_for(lock, *timeout, woken);
     }
@@ -210,9 +212,13 @@ bool AqlQueue::wait_doorbell(uint64_t seen, std::optional<std::chrono::microseco
 }
 
 bool AqlQueue::wait_inflight_below(uint32_t limit) {
-    std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return inflight_ < limit || leaving_locked(); });
-    return !leaving_locked();
+    // acquire: the stores of the jobs that ended are seen before what follows them.
+    auto below = [&] { return inflight_.load(std::memory_order_acquire) < limit || leaving(); };
+    if (!below()) {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, below);
+    }
+    return !leaving();
 }
 
 void AqlQueue::run() noexcept {
@@ -227,7 +233,7 @@ void AqlQueue::run() noexcept {
     std::optional<Va> fault;
     {
         std::unique_lock lock(mutex_);
-        cv_.wait(lock, [this] { return inflight_ == 0; });
+        cv_.wait(lock, [this] { return inflight_.load(std::memory_order_acquire) == 0; });
         failed = failed_;
         fault = fault_;
     }
@@ -241,14 +247,11 @@ void AqlQueue::process_packets() {
     auto stall = kStallBackoffMin;
     IdleWait idle(agent_.idle, agent_.kicks);
     for (;;) {
-        uint64_t seen = 0;
-        {
-            std::lock_guard lock(mutex_);
-            if (leaving_locked()) {
-                return;
-            }
-            seen = doorbells_;  // before the wptr load: a later doorbell wakes the wait
+        if (leaving()) {
+            return;
         }
+        // Before the wptr load: a later doorbell wakes the wait.
+        const uint64_t seen = doorbells_.load(std::memory_order_acquire);
         const WriteIndex index = check_write_index();
         if (index == WriteIndex::invalid) {
             fail(std::nullopt);  // a queue error, as for an invalid packet
@@ -382,16 +385,20 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
         std::memcpy(kernarg.data(), host_ptr(kernarg_va), kernel->kernarg_size);
     }
     const auto release = static_cast<uint8_t>(release_scope(header));
-    auto job = std::make_shared<DispatchJob>(
-        *this, *kernel, *shape, std::span<const std::byte>(kernarg.data(), kernel->kernarg_size),
-        packet.completion_signal.handle, release);
+    const std::span<const std::byte> args(kernarg.data(), kernel->kernarg_size);
+    if (shape->total_groups <= agent_.inline_max_groups) {
+        retire(read);
+        return run_inline(*kernel, *shape, args, packet.completion_signal.handle, release);
+    }
+    auto job = std::make_shared<DispatchJob>(*this, *kernel, *shape, args,
+                                             packet.completion_signal.handle, release);
 
     if (!wait_inflight_below(agent_.max_inflight)) {
         return Step::stop;
     }
     {
         std::lock_guard lock(mutex_);
-        ++inflight_;
+        inflight_.fetch_add(1, std::memory_order_relaxed);
     }
     retire(read);
     try {
@@ -399,8 +406,37 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
                                     std::min<uint64_t>(shape->total_groups, agent_.pool.size())));
     } catch (...) {
         std::lock_guard lock(mutex_);
-        --inflight_;
+        inflight_.fetch_sub(1, std::memory_order_relaxed);
         throw;
+    }
+    return Step::next;
+}
+
+// A small dispatch on the queue's own thread, a workgroup at a time: between two, a stop
+// or a fault ends it (the rest skipped, the completion signal left alone, as a halted pool
+// job) and a revoke gets the address space.
+AqlQueue::Step AqlQueue::run_inline(const BuiltinKernel& kernel, const DispatchShape& shape,
+                                    std::span<const std::byte> kernarg, uint64_t completion_signal,
+                                    uint32_t release) {
+    for (uint64_t group = 0; group < shape.total_groups; ++group) {
+        if (halted()) {
+            return Step::stop;
+        }
+        if (auto fault = run_workgroups(kernel, shape, kernarg, agent_.memory, group, group + 1)) {
+            fail(fault);
+            return Step::stop;
+        }
+    }
+    if (halted()) {
+        return Step::stop;
+    }
+    fence_for(release, std::memory_order_release);
+    if (completion_signal != 0) {
+        if (auto fault =
+                complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal)) {
+            fail(fault);
+            return Step::stop;
+        }
     }
     return Step::next;
 }
@@ -411,7 +447,9 @@ AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t& packet, uint16_
                                        packet.dep_signal[2].handle, packet.dep_signal[3].handle,
                                        packet.dep_signal[4].handle};
     auto backoff = kBarrierBackoffMin;
-    for (;;) {
+    const auto spin_until = std::chrono::steady_clock::now() + agent_.idle.spin_time;
+    bool spinning = true;
+    for (uint32_t looks = 1;; ++looks) {
         const uint64_t epoch = agent_.signals.epoch();  // before the checks: see SignalHub
         if (halted()) {
             return Step::stop;
@@ -423,6 +461,14 @@ AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t& packet, uint16_
         }
         if (state.satisfied) {
             break;
+        }
+        // A dependency a producer is about to complete is caught without a sleep.
+        if (spinning && looks % 32 == 0) {
+            spinning = std::chrono::steady_clock::now() < spin_until;
+        }
+        if (spinning) {
+            cpu_relax();
+            continue;
         }
         agent_.signals.wait(epoch, backoff);
         backoff = std::min<std::chrono::microseconds>(backoff * 2, kBarrierBackoffMax);

@@ -4,18 +4,23 @@
 // It reads the write dispatch id from the queue's write pointer, processes packets from
 // its read dispatch id, and for each: loads the header (acquire); stops on INVALID until
 // the header becomes valid (the producer is still writing); honours the barrier bit and
-// the acquire fence; runs the packet (barrier-AND/OR wait for their dependencies;
-// dispatches go to the worker pool, up to max_inflight at once); and, once the packet is
-// launched, sets its header back to INVALID and advances the read dispatch id (release).
-// A packet's completion signal is decremented after that, and after its release fence:
-// for a dispatch, when its last workgroup ends.
+// the acquire fence; runs the packet (barrier-AND/OR wait for their dependencies, spinning
+// for idle_spin_time before they sleep; a small dispatch, of at most
+// inline_max_workgroups workgroups, runs right here, a workgroup at a time, with no job,
+// no pool and no in-flight cap; a bigger one goes to the worker pool, up to max_inflight
+// at once); and, once the packet is launched, sets its header back to INVALID and
+// advances the read dispatch id (release). A packet's completion signal is decremented
+// after that, and after its release fence: for a dispatch, when its last workgroup ends.
+// A stop or a fault is seen between the workgroups of an inline dispatch, and a revoke
+// takes the address space between them (rw_lock.hpp).
 //
 // AMD's vendor-specific PM4 indirect-buffer packet (ROCr's ExecutePM4: cache
 // invalidation) is retired as the no-op it is on a software GPU, with its completion
 // signal; any other vendor format is an invalid packet.
 //
-// Busy queues poll the write pointer; an idle queue waits as IdleWait says (spin, back
-// off, then ask for kicks and block with a slow re-check). An error
+// Busy queues poll the write pointer without taking a lock; an idle queue waits as
+// IdleWait says (spin for a bounded time, back off, then ask for kicks and block with a
+// slow re-check). An error
 // (a GPU page fault, an invalid packet, a write index that went backwards, or one more
 // than a ring ahead of the read index while the packet there has not been stored) stops
 // the queue for good: workgroups not started are skipped, and the agent signals the error
@@ -38,6 +43,7 @@
 #include "agent_shared.hpp"
 #include "dispatch_job.hpp"
 #include "queue.hpp"
+#include "workgroups.hpp"
 
 namespace xenhsa::hsa::soft {
 
@@ -74,13 +80,16 @@ private:
     void process_packets();
     Step process(uint64_t read);
     Step dispatch(const hsa_kernel_dispatch_packet_t& packet, uint16_t header, uint64_t read);
+    Step run_inline(const BuiltinKernel& kernel, const DispatchShape& shape,
+                    std::span<const std::byte> kernarg, uint64_t completion_signal,
+                    uint32_t release);
     Step barrier(const hsa_barrier_and_packet_t& packet, uint16_t header, uint64_t read,
                  BarrierKind kind);
     Step vendor(std::span<const std::byte> bytes, uint16_t header, uint64_t read);
     // Retires a packet that is done at once and decrements its completion signal.
     Step complete(uint16_t header, uint64_t read, uint64_t completion_signal);
     void retire(uint64_t read) noexcept;
-    [[nodiscard]] bool leaving_locked() const noexcept { return stopping_ || failed_; }
+    [[nodiscard]] bool leaving() const noexcept { return leaving_.load(std::memory_order_acquire); }
     bool wait_inflight_below(uint32_t limit);
     // Sleeps until a doorbell after `seen`, a stop or the timeout; true unless it timed out.
     bool wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
@@ -101,10 +110,13 @@ private:
     uint64_t read_ = 0;       // the processor's read dispatch id
     uint64_t wptr_seen_ = 0;  // the highest write dispatch id seen
 
+    // Written under mutex_ (the condition variable's waiters check them under it), read
+    // without it on the queue's fast path.
     std::mutex mutex_;
     std::condition_variable cv_;
-    uint64_t doorbells_ = 0;
-    uint32_t inflight_ = 0;
+    std::atomic<uint64_t> doorbells_{0};
+    std::atomic<uint32_t> inflight_{0};  // pool jobs
+    std::atomic<bool> leaving_{false};   // stopping_ or failed_
     bool stopping_ = false;
     bool failed_ = false;
     std::optional<Va> fault_;

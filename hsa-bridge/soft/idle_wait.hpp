@@ -1,7 +1,7 @@
 // How a queue thread waits when it has run out of work, so that it notices a producer
 // that only stores its write pointer (ROCr in a guest never kicks) without burning an
 // idle core (SoftAgentOptions idle_*, soft_agent.hpp):
-//   1. spin: `spin` polls in a row;
+//   1. spin: at least `spin` polls in a row, and for at least `spin_time`;
 //   2. back off: sleeps from backoff_min doubling to backoff_max, re-checking after each;
 //   3. block, once idle for block_after: ask for kicks (KickTracker: kick_requested = 1),
 //      re-check, and sleep until a doorbell, re-checking every block_recheck anyway.
@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
 
 #include "kick_tracker.hpp"
 
@@ -23,9 +24,29 @@ struct IdlePolicy {
     std::chrono::microseconds backoff_max{2000};
     std::chrono::milliseconds block_after{250};
     std::chrono::milliseconds block_recheck{20};
+    std::chrono::microseconds spin_time{50};
 };
 
 void cpu_relax() noexcept;
+
+// Polls `done` with a pause in between for about `budget`; true as soon as it holds.
+template <class Done>
+bool spin_for(std::chrono::nanoseconds budget, Done&& done) {
+    const auto until = std::chrono::steady_clock::now() + budget;
+    for (uint32_t i = 1;; ++i) {
+        if (done()) {
+            return true;
+        }
+        cpu_relax();
+        if (i % 32 == 0) {
+            if (std::chrono::steady_clock::now() >= until) {
+                return done();
+            }
+            // A thread of ours may wait for this core (two cores, a busy machine).
+            std::this_thread::yield();
+        }
+    }
+}
 
 class IdleWait {
 public:
@@ -56,6 +77,9 @@ public:
                     busy();
                     return;
                 }
+            }
+            if (spin_for(policy_.spin_time, work)) {
+                busy();
             }
             return;
         }

@@ -1,59 +1,77 @@
-// A shared lock that lets a waiting writer in before new readers. Kernels hold it shared
-// for one workgroup at a time, continuously; std::shared_mutex (glibc prefers readers)
-// could starve the backend's unmap behind them.
+// The address space's lock: read-mostly, writer first. Readers (every GPU access: a
+// kernarg fetch, a signal, a chunk of workgroups) take no mutex: they enter and leave an
+// atomic count. A writer (unmap, revoke, any change of the space) raises a flag that
+// turns new readers away, then waits for the count to drain: it waits for the accesses in
+// flight and for no later ones, so kernels that take the lock shared again and again
+// cannot starve it. Writers queue on a mutex among themselves. Waits on either side spin
+// for a short, bounded time, then sleep on the atomic (a futex).
 #ifndef XENHSA_HSA_SOFT_RW_LOCK_HPP
 #define XENHSA_HSA_SOFT_RW_LOCK_HPP
 
-#include <condition_variable>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <mutex>
+
+#include "idle_wait.hpp"
 
 namespace xenhsa::hsa::soft {
 
 class WriterFirstLock {
 public:
-    void lock_shared()
-    {
-        std::unique_lock lock(mutex_);
-        readers_cv_.wait(lock, [this] { return !writer_ && writers_waiting_ == 0; });
-        ++readers_;
-    }
-
-    void unlock_shared()
-    {
-        std::lock_guard lock(mutex_);
-        if (--readers_ == 0 && writers_waiting_ != 0) {
-            writers_cv_.notify_one();
+    void lock_shared() noexcept {
+        for (;;) {
+            // seq_cst on both sides (here and in lock()): either this reader sees the
+            // writer's flag, or the writer sees this reader in the count.
+            readers_.fetch_add(1, std::memory_order_seq_cst);
+            if (writer_.load(std::memory_order_seq_cst) == 0) {
+                return;
+            }
+            leave();
+            if (!spin_for(kSpin, [this] { return writer_.load(std::memory_order_acquire) == 0; })) {
+                writer_.wait(1, std::memory_order_acquire);
+            }
         }
     }
 
-    void lock()
-    {
-        std::unique_lock lock(mutex_);
-        ++writers_waiting_;
-        writers_cv_.wait(lock, [this] { return !writer_ && readers_ == 0; });
-        --writers_waiting_;
-        writer_ = true;
+    void unlock_shared() noexcept { leave(); }
+
+    void lock() {
+        writers_.lock();
+        writer_.store(1, std::memory_order_seq_cst);
+        for (uint32_t n = readers_.load(std::memory_order_seq_cst); n != 0;
+             n = readers_.load(std::memory_order_seq_cst)) {
+            if (!spin_for(kSpin,
+                          [this] { return readers_.load(std::memory_order_acquire) == 0; })) {
+                readers_.wait(n, std::memory_order_acquire);
+            }
+        }
     }
 
-    void unlock()
-    {
-        std::lock_guard lock(mutex_);
-        writer_ = false;
-        if (writers_waiting_ != 0) {
-            writers_cv_.notify_one();
-        } else {
-            readers_cv_.notify_all();
-        }
+    void unlock() noexcept {
+        writer_.store(0, std::memory_order_seq_cst);
+        writer_.notify_all();
+        writers_.unlock();
+    }
+
+    // A writer waits (or holds the lock): a long reader should let go and take it again.
+    [[nodiscard]] bool writer_waiting() const noexcept {
+        return writer_.load(std::memory_order_relaxed) != 0;
     }
 
 private:
-    std::mutex mutex_;
-    std::condition_variable readers_cv_;
-    std::condition_variable writers_cv_;
-    uint32_t readers_ = 0;
-    uint32_t writers_waiting_ = 0;
-    bool writer_ = false;
+    static constexpr std::chrono::microseconds kSpin{20};
+
+    void leave() noexcept {
+        if (readers_.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+            writer_.load(std::memory_order_seq_cst) != 0) {
+            readers_.notify_all();
+        }
+    }
+
+    alignas(64) std::atomic<uint32_t> readers_{0};
+    alignas(64) std::atomic<uint32_t> writer_{0};  // 1 while a writer waits or holds
+    std::mutex writers_;
 };
 
 }  // namespace xenhsa::hsa::soft

@@ -291,11 +291,12 @@ SdmaQueue::Step SdmaQueue::poll(const sdma::PollRegMem& packet) {
         if (*sdma::poll_compare(packet.function(), word.value & packet.mask, packet.value)) {
             return Step::next;
         }
-        if (looks < pace.spin) {
+        const auto waited = std::chrono::steady_clock::now() - started;
+        if (looks < pace.spin || waited < pace.spin_time) {
             cpu_relax();
             continue;
         }
-        const bool slow = std::chrono::steady_clock::now() - started >= pace.block_after;
+        const bool slow = waited >= pace.block_after;
         agent_.signals.wait(
             epoch, slow ? std::chrono::duration_cast<std::chrono::microseconds>(pace.block_recheck)
                         : backoff);

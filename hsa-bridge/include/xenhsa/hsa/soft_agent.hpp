@@ -16,10 +16,16 @@
 //     ring and pointers that overlap each other: EINVAL; queue memory overlapping a live
 //     queue's ring or pointers: EBUSY.
 //   * an AQL packet processor per queue (one thread each), over the ring in guest memory:
-//     kernel dispatch of the built-in kernels (builtin_kernels.h) on a worker pool
-//     shared by the agent's queues, barrier-AND, barrier-OR, the barrier bit, fence
-//     scopes and completion signals (amd_signal_t). Dispatches without the barrier bit
-//     may overlap; the read index advances in order as packets are fetched.
+//     kernel dispatch of the built-in kernels (builtin_kernels.h), barrier-AND,
+//     barrier-OR, the barrier bit, fence scopes and completion signals (amd_signal_t). A
+//     small dispatch (at most `inline_max_workgroups` workgroups) runs on the queue's own
+//     thread, a workgroup at a time; a bigger one runs on a worker pool shared by the
+//     agent's queues, taken in chunks of workgroups, up to `max_inflight_dispatches` at
+//     once per queue. Dispatches without the barrier bit may overlap; the read index
+//     advances in order as packets are fetched. Every GPU access is checked against the
+//     address space, whose read side takes no mutex; an unmap waits for the accesses in
+//     flight (at most a workgroup of an inline dispatch, a chunk of a pool one) and no
+//     access starts until it is done, however busy the kernels keep the space.
 //     AMD's vendor-specific PM4 indirect-buffer packet (ROCr's cache invalidations) is
 //     the no-op it means here: retired, its completion signal decremented; other vendor
 //     formats are invalid packets. A write index that goes backwards, or runs more than a
@@ -35,7 +41,8 @@
 //   * KFD events, with KFD's manual/auto-reset semantics.
 //   * doorbells without kicks: ROCr in a guest only stores its write index (and the
 //     doorbell slot) and never kicks, so a queue that runs out of work polls its write
-//     pointer: it spins `idle_spin` polls, then sleeps in steps that double from
+//     pointer: it spins `idle_spin` polls and for `idle_spin_time` (so does a barrier
+//     packet waiting for its dependencies), then sleeps in steps that double from
 //     `idle_backoff_min` to `idle_backoff_max`, re-checking after each; after
 //     `idle_block_after` of idleness it asks for kicks through the word given to
 //     track_kicks (protocol doorbell.h), re-checks, and sleeps until ring_doorbell, but
@@ -83,16 +90,25 @@ enum class SoftGfx : uint8_t { gfx900, gfx906, gfx908, gfx90a };
 std::optional<SoftGfx> parse_soft_gfx(std::string_view name) noexcept;
 const char* soft_gfx_name(SoftGfx gfx) noexcept;
 
+// The most workgroups a dispatch may have to run inline (SoftAgentOptions).
+inline constexpr uint32_t kInlineMaxWorkgroupsLimit = 64;
+
 struct SoftAgentOptions {
     uint32_t worker_threads = 2;           // workgroup workers shared by all queues (>= 1)
     uint64_t local_mem_size = 1ull << 30;  // device-local bytes alloc may hand out
     uint32_t max_queues = 128;             // ENOMEM beyond
     uint32_t max_events = 4096;            // ENOMEM beyond (KFD's signal event limit)
-    uint32_t max_inflight_dispatches = 4;  // per queue, overlapping dispatches (>= 1)
+    uint32_t max_inflight_dispatches = 4;  // per queue, overlapping pool dispatches (>= 1)
+    // Dispatches of at most this many workgroups run inline on the queue's thread (no
+    // job, no pool, no in-flight cap; a stop or an unmap waits for one workgroup of it).
+    // nullopt: worker_threads; 0: none; at most kInlineMaxWorkgroupsLimit (64), so that a
+    // big grid always goes to the pool.
+    std::optional<uint32_t> inline_max_workgroups{};
     // An idle queue (see above): wptr polls in a row, then sleeps from backoff_min
     // doubling to backoff_max, then after block_after it asks for kicks and re-checks
     // only every block_recheck (or on a doorbell).
     uint32_t idle_spin = 256;
+    std::chrono::microseconds idle_spin_time{50};  // and at least this long (<= 1 ms)
     std::chrono::microseconds idle_backoff_min{20};
     std::chrono::microseconds idle_backoff_max{2000};
     std::chrono::milliseconds idle_block_after{250};
