@@ -21,6 +21,8 @@ constexpr uint64_t kMaxGridSize = 0xFFFFFFFFull;  // HSA_AGENT_INFO_GRID_MAX_SIZ
 constexpr uint32_t kGroupSegmentMax = 64 * 1024;  // LDS
 constexpr auto kStallBackoffMin = std::chrono::microseconds(50);
 constexpr auto kStallBackoffMax = std::chrono::milliseconds(5);
+// How long a queue polls for the header of a packet whose slot its producer reserved.
+constexpr auto kStallSpinMin = std::chrono::microseconds(20);
 constexpr auto kBarrierBackoffMin = std::chrono::microseconds(20);
 constexpr auto kBarrierBackoffMax = std::chrono::milliseconds(1);
 
@@ -274,8 +276,15 @@ void AqlQueue::process_packets() {
                     fail(std::nullopt);  // a queue error, as for an invalid packet
                     return;
                 }
-                // The producer has reserved the slot but not yet stored its header. It rings
-                // the doorbell after storing it; the timeout covers producers that do not.
+                // The producer has reserved the slot but not yet stored its header: it is
+                // writing the packet now, so the header is usually there within the spin.
+                // ROCr in a guest never kicks, so a sleep would last its whole timeout.
+                if (spin_for(std::max(agent_.idle.spin_time, kStallSpinMin),
+                             [&] { return header_stored(read_) || leaving(); })) {
+                    break;
+                }
+                // It rings the doorbell after storing the header; the timeout covers
+                // producers that do not.
                 agent_.kicks.sleeping();
                 wait_doorbell(seen, stall);
                 agent_.kicks.awake();
@@ -285,6 +294,13 @@ void AqlQueue::process_packets() {
                 return;
         }
     }
+}
+
+bool AqlQueue::header_stored(uint64_t read) const noexcept {
+    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
+    const uint16_t header = guest_atomic<uint16_t>(slot).load(std::memory_order_relaxed);
+    return header_field(header, HSA_PACKET_HEADER_TYPE, HSA_PACKET_HEADER_WIDTH_TYPE) !=
+           HSA_PACKET_TYPE_INVALID;
 }
 
 AqlQueue::Step AqlQueue::process(uint64_t read) {

@@ -94,6 +94,8 @@ private:
     // Sleeps until a doorbell after `seen`, a stop or the timeout; true unless it timed out.
     bool wait_doorbell(uint64_t seen, std::optional<std::chrono::microseconds> timeout);
     bool work_arrived(uint64_t read) const noexcept;
+    // The packet at `read` has a header other than INVALID (its producer stored it).
+    [[nodiscard]] bool header_stored(uint64_t read) const noexcept;
     // Loads the write index once: invalid when it went backwards.
     WriteIndex check_write_index() noexcept;
     // The write index last seen is more than a ring ahead of read_.
