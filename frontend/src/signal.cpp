@@ -1,5 +1,6 @@
 #include <xenhsa/frontend/signal.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
@@ -36,24 +37,49 @@ bool signal_satisfied(int64_t current, hsa_signal_condition_t condition, int64_t
     return false;
 }
 
+namespace {
+
+// A completion usually lands within a few microseconds of the submit: spinning that long
+// costs less than a sleep and a wake-up. Past it the wait yields, then sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr auto kYieldTime = std::chrono::microseconds(50);
+
+void cpu_relax() noexcept
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+}
+
+}  // namespace
+
 Result<int64_t> signal_wait(const amd_signal_t &signal, hsa_signal_condition_t condition,
                             int64_t operand, std::chrono::nanoseconds timeout)
 {
     using Clock = std::chrono::steady_clock;
-    const auto deadline = Clock::now() + timeout;
+    const auto start = Clock::now();
+    const auto deadline = start + timeout;
     auto nap = std::chrono::microseconds(10);
     for (uint32_t round = 0;; ++round) {
         const int64_t current = signal_load(signal);
         if (signal_satisfied(current, condition, operand)) {
             return current;
         }
-        if (Clock::now() >= deadline) {
+        if (round % 32 != 0) {
+            cpu_relax();
+            continue;  // the clock is read every 32 polls only
+        }
+        const auto now = Clock::now();
+        if (now >= deadline) {
             return std::error_code(ETIMEDOUT, std::generic_category());
         }
-        if (round < 64) {
-            continue;  // spin
+        if (now - start < kSpinTime) {
+            cpu_relax();
+            continue;
         }
-        if (round < 128) {
+        if (now - start < kSpinTime + kYieldTime) {
             std::this_thread::yield();
             continue;
         }

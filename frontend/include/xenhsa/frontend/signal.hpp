@@ -31,8 +31,8 @@ void signal_store(amd_signal_t &signal, int64_t value) noexcept;         // rele
 [[nodiscard]] bool signal_satisfied(int64_t current, hsa_signal_condition_t condition,
                                     int64_t operand) noexcept;
 
-// Polls until `condition(value, operand)` holds: a short spin, then yields, then sleeps
-// growing to 1 ms. Returns the value that satisfied it; ETIMEDOUT after `timeout`.
+// Polls until `condition(value, operand)` holds: spins for 50 µs, then yields for 50 µs,
+// then sleeps growing from 10 µs to 1 ms. Returns the value that satisfied it; ETIMEDOUT after `timeout`.
 Result<int64_t> signal_wait(const amd_signal_t &signal, hsa_signal_condition_t condition,
                             int64_t operand, std::chrono::nanoseconds timeout);
 
