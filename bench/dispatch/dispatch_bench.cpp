@@ -110,6 +110,12 @@ int main(int argc, char** argv) {
                 loop.dispatches_per_s > 0 ? own.dispatches_per_s / loop.dispatches_per_s : 0.0);
             std::printf("in_process_latency_vs_packet_loop=%.3f\n",
                         loop.latency_us_p50 > 0 ? own.latency_us_p50 / loop.latency_us_p50 : 0.0);
+            // Every other path against the same baseline, so no figure stands without one.
+            for (const auto& r : results) {
+                std::printf(
+                    "path_%s_vs_packet_loop=%.3f\n", r.path.c_str(),
+                    loop.dispatches_per_s > 0 ? r.dispatches_per_s / loop.dispatches_per_s : 0.0);
+            }
             if (fill_mib != 0) {
                 const auto fill = bench::measure_fill_bandwidth(hsa::SoftAgentOptions{},
                                                                 fill_mib << 20, 2 * rounds + 1);

@@ -363,7 +363,11 @@ AqlQueue::Step AqlQueue::vendor(std::span<const std::byte> bytes, uint16_t heade
 
 AqlQueue::Step AqlQueue::complete(uint16_t header, uint64_t read, uint64_t completion_signal) {
     retire(read);
-    fence_for(release_scope(header), std::memory_order_release);
+    return release_and_signal(release_scope(header), completion_signal);
+}
+
+AqlQueue::Step AqlQueue::release_and_signal(uint32_t release, uint64_t completion_signal) {
+    fence_for(release, std::memory_order_release);
     if (completion_signal != 0) {
         if (auto fault =
                 complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal)) {
@@ -446,15 +450,7 @@ AqlQueue::Step AqlQueue::run_inline(const BuiltinKernel& kernel, const DispatchS
     if (halted()) {
         return Step::stop;
     }
-    fence_for(release, std::memory_order_release);
-    if (completion_signal != 0) {
-        if (auto fault =
-                complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal)) {
-            fail(fault);
-            return Step::stop;
-        }
-    }
-    return Step::next;
+    return release_and_signal(release, completion_signal);
 }
 
 AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t& packet, uint16_t header,

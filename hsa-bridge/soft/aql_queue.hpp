@@ -88,6 +88,8 @@ private:
     Step vendor(std::span<const std::byte> bytes, uint16_t header, uint64_t read);
     // Retires a packet that is done at once and decrements its completion signal.
     Step complete(uint16_t header, uint64_t read, uint64_t completion_signal);
+    // The packet's release fence, then its completion signal (a fault stops the queue).
+    Step release_and_signal(uint32_t release, uint64_t completion_signal);
     void retire(uint64_t read) noexcept;
     [[nodiscard]] bool leaving() const noexcept { return leaving_.load(std::memory_order_acquire); }
     bool wait_inflight_below(uint32_t limit);

@@ -65,12 +65,6 @@ std::string describe_exit(int status) {
     return "status " + std::to_string(status);
 }
 
-std::string level_name(spdlog::level::level_enum level) {
-    const auto sv = spdlog::level::to_string_view(level);
-    std::string name(sv.data(), sv.size());
-    return name == "warning" ? "warn" : name;
-}
-
 struct Device {
     Device(boost::asio::io_context& io, DeviceId device) : id(device), restart(io), kill(io) {}
 
@@ -768,55 +762,6 @@ private:
 };
 
 }  // namespace
-
-std::vector<std::string> worker_arguments(const SupervisorOptions& options, DeviceId device) {
-    std::vector<std::string> args = {"--worker",
-                                     "--fe-domid",
-                                     std::to_string(device.fe),
-                                     "--devid",
-                                     std::to_string(device.devid),
-                                     "--control-fd",
-                                     std::to_string(kWorkerControlFd)};
-    if (options.platform.xen) {
-        args.emplace_back("--xen");
-    } else {
-        args.emplace_back("--sim-dir");
-        args.push_back(options.platform.sim_dir.string());
-    }
-    args.emplace_back("--gpu");
-    args.push_back(options.session.gpu_mode);
-    args.emplace_back("--soft-gfx");
-    args.push_back(options.session.soft_gfx);
-    if (!options.session.config_file.empty()) {
-        args.emplace_back("--config");
-        args.push_back(options.session.config_file.string());
-    }
-    for (const auto& setting : options.session.settings) {
-        args.emplace_back("--set");
-        args.push_back(setting);
-    }
-    if (const auto& map = options.session.ceilings.max_map_pages) {
-        args.emplace_back("--map-ceiling");
-        args.push_back(std::to_string(*map));
-    }
-    if (const auto& lend = options.session.ceilings.max_lend_pages) {
-        args.emplace_back("--lend-ceiling");
-        args.push_back(std::to_string(*lend));
-    }
-    args.emplace_back("--log-level");
-    args.push_back(level_name(options.log_level));
-    if (!options.confinement.enabled) {
-        args.emplace_back("--worker-confinement");
-        args.emplace_back("off");
-    }
-    if (!options.confinement.user.empty()) {
-        args.emplace_back("--worker-user");
-        args.push_back(options.confinement.user);
-    }
-    args.emplace_back("--worker-seccomp");
-    args.emplace_back(seccomp_mode_name(options.confinement.seccomp));
-    return args;
-}
 
 // The pools' sizes: the options, and the LEND pool from the platform unless given.
 // nullopt (logged) when the given LEND pool is larger than the platform's.
