@@ -18,8 +18,8 @@ Result<std::unique_ptr<ForeignMemory>> make_foreign_memory(Channel ch);
 Result<std::unique_ptr<GrantUsage>> make_grant_usage(Channel ch);
 
 // A kernel object that exists only to make an epoll set readable while the component has
-// something queued that its socket no longer shows (an eventfd). Remembers its state, so
-// that ringing twice or quieting a quiet bell costs no system call.
+// something queued that its socket no longer shows (an eventfd; the store's fd() uses one).
+// Remembers its state, so that ringing twice or quieting a quiet bell costs no system call.
 class Doorbell {
 public:
     static Result<Doorbell> create();

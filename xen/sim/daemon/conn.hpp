@@ -1,5 +1,6 @@
 // One client connection of the daemon and what it owns: grant maps (pins), shares, bound
-// ports, a store connection. All of it is released when the connection goes.
+// ports and an event-channel handle, a store connection. All of it is released when the
+// connection goes.
 #ifndef XENHSA_XEN_SIM_DAEMON_CONN_HPP
 #define XENHSA_XEN_SIM_DAEMON_CONN_HPP
 
@@ -60,6 +61,12 @@ struct Conn {
     uint64_t mapped_pages = 0;
     std::map<uint64_t, ShareRecord> shares;
     std::set<Port> ports;
+    // The event-channel handle of this connection (evtchn_open): a copy of its inbox, which
+    // keeps the inbox's name from going to another socket while outboxes get connected to
+    // it, and the daemon's own outbox into it (wake-ups; see Daemon::flush).
+    UniqueFd evtchn_inbox;
+    wire::SocketName evtchn_inbox_name{};
+    UniqueFd evtchn_wake;
     std::optional<ConnId> store;
     std::vector<RelativeWatch> relative_watches;
 };

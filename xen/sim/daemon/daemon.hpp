@@ -106,9 +106,19 @@ private:
     void release_grants(Conn& c) noexcept;
 
     // --- events.cpp --------------------------------------------------------------------
+    struct EventsOpened {
+        wire::EvtchnOpenRep rep{};
+        UniqueFd inbox;
+        UniqueFd self_outbox;
+    };
+    Result<void> open_events(Conn& c, EventsOpened& out);
+    struct BoundEnd {
+        wire::SocketName peer{};  // the address of the peer's outbox into our inbox
+        UniqueFd outbox;          // ours, into the peer's inbox
+        UniqueFd peer_outbox;     // a copy of the peer's: keeps `peer` ours
+    };
     Result<Port> bind_unbound(Conn& c, DomId remote);
-    Result<Port> bind_interdomain(Conn& c, DomId remote, Port remote_port, UniqueFd& inbox,
-                                  UniqueFd& outbox);
+    Result<Port> bind_interdomain(Conn& c, DomId remote, Port remote_port, BoundEnd& out);
     Result<void> unbind(Conn& c, Port port);
     void hold_port(Domain& d, Port port) noexcept;
     void unhold_port(DomId dom, Port port) noexcept;

@@ -105,6 +105,8 @@ void Daemon::dispatch(Conn& c, wire::Message& req) {
         case Op::grant_usage:
             on_grants(c, req);
             return;
+        case Op::evtchn_open:
+        case Op::evtchn_sync:
         case Op::evtchn_bind_unbound:
         case Op::evtchn_bind_interdomain:
         case Op::evtchn_unbind:
@@ -300,6 +302,23 @@ void Daemon::on_grants(Conn& c, const wire::Message& req) {
 
 void Daemon::on_events(Conn& c, const wire::Message& req) {
     switch (req.op()) {
+        case Op::evtchn_open: {
+            if (!req.body_is<wire::Empty>() || !req.tail.empty()) break;
+            EventsOpened opened;
+            if (auto r = open_events(c, opened); !r) {
+                reply_error(c, req, r.error());
+                return;
+            }
+            std::vector<UniqueFd> fds;
+            fds.push_back(std::move(opened.inbox));
+            fds.push_back(std::move(opened.self_outbox));
+            reply(c, req, 0, wire::as_bytes(opened.rep), {}, std::move(fds));
+            return;
+        }
+        case Op::evtchn_sync:
+            if (!req.body_is<wire::Empty>() || !req.tail.empty()) break;
+            reply_body(c, req, wire::Empty{});
+            return;
         case Op::evtchn_bind_unbound: {
             if (!req.body_is<wire::BindUnboundReq>() || !req.tail.empty()) break;
             auto port = bind_unbound(c, req.body_as<wire::BindUnboundReq>().remote);
@@ -313,17 +332,17 @@ void Daemon::on_events(Conn& c, const wire::Message& req) {
         case Op::evtchn_bind_interdomain: {
             if (!req.body_is<wire::BindInterdomainReq>() || !req.tail.empty()) break;
             const auto body = req.body_as<wire::BindInterdomainReq>();
-            UniqueFd inbox;
-            UniqueFd outbox;
-            auto port = bind_interdomain(c, body.remote, body.remote_port, inbox, outbox);
+            BoundEnd end;
+            auto port = bind_interdomain(c, body.remote, body.remote_port, end);
             if (!port) {
                 reply_error(c, req, port.error());
                 return;
             }
             std::vector<UniqueFd> fds;
-            fds.push_back(std::move(inbox));
-            fds.push_back(std::move(outbox));
-            reply(c, req, 0, wire::as_bytes(wire::PortMsg{port.value(), 0}), {}, std::move(fds));
+            fds.push_back(std::move(end.outbox));
+            fds.push_back(std::move(end.peer_outbox));
+            const wire::BoundMsg rep{port.value(), 0, end.peer};
+            reply(c, req, 0, wire::as_bytes(rep), {}, std::move(fds));
             return;
         }
         case Op::evtchn_unbind: {

@@ -9,7 +9,8 @@ namespace xenhsa::xen::sim::daemon {
 void PortEntry::notify() const noexcept {
     if (!interdomain || !to_peer) return;
     const char one = 1;
-    // EAGAIN: already pending; ECONNREFUSED: the peer closed its inbox. Dropped either way.
+    // EAGAIN: the peer's inbox is full (it notices); ECONNREFUSED: the peer closed it.
+    // Dropped either way.
     (void)::send(to_peer.get(), &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 

@@ -1,6 +1,7 @@
 // One domain's event-channel ports in the daemon, with Xen's port states: unbound (ready
-// for `remote` to bind) and interdomain. The daemon keeps each interdomain end's outbox
-// (the datagram socket into the peer's inbox) to deliver unmap notifications itself.
+// for `remote` to bind) and interdomain. The daemon keeps a copy of each interdomain end's
+// outbox (the datagram socket into the peer handle's inbox) to deliver unmap notifications
+// itself: sent from the same socket, they are attributed to the same port.
 #ifndef XENHSA_XEN_SIM_DAEMON_PORT_TABLE_HPP
 #define XENHSA_XEN_SIM_DAEMON_PORT_TABLE_HPP
 
@@ -18,7 +19,7 @@ struct PortEntry {
     bool interdomain = false;
     DomId remote = 0;      // unbound: who may bind; interdomain: the peer domain
     Port remote_port = 0;  // interdomain only
-    UniqueFd to_peer;      // interdomain only
+    UniqueFd to_peer;      // interdomain only; shut for writing when the binding ends
     // Unmap notifications that will signal this port (gntdev's evtchn_get): the port stays
     // bound after its handle unbinds or dies until they are done.
     uint32_t holds = 0;

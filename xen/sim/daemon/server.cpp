@@ -7,6 +7,7 @@
 #include <sys/un.h>
 
 #include <csignal>
+#include <cstddef>
 #include <cstring>
 #include <xenhsa/xen/sim/client.hpp>
 
@@ -41,6 +42,15 @@ bool answering(const sockaddr_un& addr) {
 }
 
 int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// A message the daemon sent on its own (seq 0), not a reply.
+bool is_async(const wire::OutMessage& msg) noexcept {
+    uint32_t seq = 1;
+    if (msg.bytes.size() >= sizeof(wire::Header)) {
+        std::memcpy(&seq, msg.bytes.data() + offsetof(wire::Header, seq), sizeof seq);
+    }
+    return seq == 0;
+}
 
 }  // namespace
 
@@ -207,6 +217,7 @@ void Daemon::post(Conn& c, wire::OutMessage msg) {
 }
 
 void Daemon::flush(Conn& c) {
+    bool async_sent = false;
     while (!c.out.empty() && !c.closing) {
         auto sent = wire::send(c.sock.get(), c.out.front(), true);
         if (!sent) {
@@ -214,7 +225,14 @@ void Daemon::flush(Conn& c) {
             drop(c, "send failed");
             return;
         }
+        async_sent = async_sent || is_async(c.out.front());
         c.out.pop_front();
+    }
+    // An event-channel handle waits on its inbox only, not on this connection: tell it
+    // that a binding changed (dropped if its inbox is full, which it notices).
+    if (async_sent && c.evtchn_wake) {
+        const char one = 1;
+        (void)::send(c.evtchn_wake.get(), &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     }
     update_interest(c);
 }

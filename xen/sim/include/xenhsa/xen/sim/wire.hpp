@@ -71,7 +71,11 @@ enum class Op : uint16_t {
     foreign_map,
     // the caller's own grant table: how many entries a peer holds (DomainReq -> UsageRep)
     grant_usage,
-    last_ = grant_usage,
+    // opens the connection's event-channel handle (Empty -> EvtchnOpenRep)
+    evtchn_open,
+    // does nothing (Empty -> Empty): its reply follows every message queued before it
+    evtchn_sync,
+    last_ = evtchn_sync,
 };
 
 inline constexpr uint16_t kFlagBulkTail = 1;  // the tail is in the first fd (a memfd)
@@ -192,12 +196,34 @@ struct BindInterdomainReq {
     uint16_t pad;
     uint32_t remote_port;
 };
-// Replies of both binds, evtchn_unbind's request, evtchn_bound / evtchn_unbound.
-// evtchn_bind_interdomain's reply and evtchn_bound carry two fds: the port's inbox (read
-// notifications from it) and its outbox (write one datagram to notify the peer).
+// evtchn_bind_unbound's reply, evtchn_unbind's request, evtchn_unbound.
 struct PortMsg {
     uint32_t port;
     uint32_t pad;
+};
+
+// An abstract AF_UNIX address the kernel chose (autobind): its sun_path bytes, "\0" and five
+// hex digits.
+struct SocketName {
+    uint32_t len;
+    char path[12];
+};
+// Event channels (see client/event_channel.cpp). The handle's inbox is a datagram socket;
+// every notification into it comes from an outbox the daemon made, and is attributed by
+// the outbox's address alone. fds: the inbox, and the handle's own outbox into it.
+struct EvtchnOpenRep {
+    uint32_t queue_limit;  // datagrams the kernel queues on the inbox (net.unix.max_dgram_qlen)
+    uint32_t pad;
+    SocketName self;    // the address of the handle's own outbox
+    SocketName daemon;  // the address of the daemon's wake-ups (it has sent a message)
+};
+// evtchn_bind_interdomain's reply and evtchn_bound. fds: the port's outbox (one datagram
+// notifies the peer), and the peer's outbox into our inbox, held only so that its address
+// (`peer`) cannot be freed and given to another socket while we map it to the port.
+struct BoundMsg {
+    uint32_t port;
+    uint32_t pad;
+    SocketName peer;
 };
 
 struct StoreReq {
@@ -230,8 +256,8 @@ static_assert(kIsBody<Empty> && kIsBody<HelloReq> && kIsBody<HelloRep> && kIsBod
               kIsBody<DomainReq> && kIsBody<AliveRep> && kIsBody<ListRep> && kIsBody<TableRep> &&
               kIsBody<MapReq> && kIsBody<MapRep> && kIsBody<ForeignReq> && kIsBody<IdReq> &&
               kIsBody<ShareReq> && kIsBody<ShareRep> && kIsBody<BindUnboundReq> &&
-              kIsBody<BindInterdomainReq> && kIsBody<PortMsg> && kIsBody<StoreReq> &&
-              kIsBody<TxReq> && kIsBody<TxRep>);
+              kIsBody<BindInterdomainReq> && kIsBody<PortMsg> && kIsBody<EvtchnOpenRep> &&
+              kIsBody<BoundMsg> && kIsBody<StoreReq> && kIsBody<TxReq> && kIsBody<TxRep>);
 static_assert(sizeof(Run) == 16 && sizeof(StorePermWire) == 4 && sizeof(DomainEntry) == 68);
 
 }  // namespace xenhsa::xen::sim::wire
