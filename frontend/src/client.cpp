@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <thread>
 
 #include "client_detail.hpp"
 
@@ -152,6 +153,36 @@ Result<void> Client::handle_notify(const xenhsa_notify &record)
     return boost::outcome_v2::success();
 }
 
+bool Client::poll_for_responses(Clock::time_point deadline) const noexcept
+{
+    // An answer usually follows its request within microseconds, sooner than a kick and a
+    // wake-up would bring it; the backend is not asked to kick meanwhile. Past the first
+    // few microseconds the worker may be waiting for this very core (more runnable threads
+    // than cores): the poll yields it between looks.
+    constexpr auto kPureSpin = std::chrono::microseconds(5);
+    const FrontRing &ring = link_.ring();
+    const auto start = Clock::now();
+    const auto until = std::min(start + options_.reply_spin, deadline);
+    for (uint32_t round = 0;; ++round) {
+        if (ring.responses_waiting()) {
+            return true;
+        }
+        if (round % 16 != 0) {
+            xenhsa_cpu_relax();
+            continue;
+        }
+        const auto now = Clock::now();
+        if (now >= until) {
+            return false;
+        }
+        if (now - start < kPureSpin) {
+            xenhsa_cpu_relax();
+        } else {
+            std::this_thread::yield();
+        }
+    }
+}
+
 Result<Reply> Client::receive(uint32_t seqno)
 {
     return receive(seqno, Clock::now() + options_.timeout);
@@ -175,6 +206,9 @@ Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline)
         }
         if (auto alive = link_.check_backend(); !alive) {
             return alive.error();
+        }
+        if (poll_for_responses(deadline)) {
+            continue;
         }
         if (ring.final_check()) {
             continue;

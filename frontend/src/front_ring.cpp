@@ -74,6 +74,11 @@ Result<std::optional<xenhsa_rsp_slot>> FrontRing::pop()
     return std::optional<xenhsa_rsp_slot>{copy};
 }
 
+bool FrontRing::responses_waiting() const noexcept
+{
+    return xenhsa_index_load(&shared()->rsp_prod) != rsp_cons_;
+}
+
 bool FrontRing::final_check() noexcept
 {
     return xenhsa_ring_final_check(&shared()->rsp_prod, &shared()->rsp_event, rsp_cons_) != 0;

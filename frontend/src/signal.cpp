@@ -1,4 +1,5 @@
 #include <xenhsa/frontend/signal.hpp>
+#include <xenhsa/proto/ring.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -39,19 +40,12 @@ bool signal_satisfied(int64_t current, hsa_signal_condition_t condition, int64_t
 
 namespace {
 
-// A completion usually lands within a few microseconds of the submit: spinning that long
-// costs less than a sleep and a wake-up. Past it the wait yields, then sleeps.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
-constexpr auto kYieldTime = std::chrono::microseconds(50);
-
-void cpu_relax() noexcept
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield" ::: "memory");
-#endif
-}
+// A completion usually lands within a microsecond of the submit when the agent has a core
+// of its own: spinning that long costs less than a sleep and a wake-up. One that has not
+// come after kSpinTime is likely waiting for this very core (more runnable threads than
+// cores, as with many guests): the wait yields it between polls, then sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(5);
+constexpr auto kYieldTime = std::chrono::microseconds(95);
 
 }  // namespace
 
@@ -68,7 +62,7 @@ Result<int64_t> signal_wait(const amd_signal_t &signal, hsa_signal_condition_t c
             return current;
         }
         if (round % 32 != 0) {
-            cpu_relax();
+            xenhsa_cpu_relax();
             continue;  // the clock is read every 32 polls only
         }
         const auto now = Clock::now();
@@ -76,7 +70,7 @@ Result<int64_t> signal_wait(const amd_signal_t &signal, hsa_signal_condition_t c
             return std::error_code(ETIMEDOUT, std::generic_category());
         }
         if (now - start < kSpinTime) {
-            cpu_relax();
+            xenhsa_cpu_relax();
             continue;
         }
         if (now - start < kSpinTime + kYieldTime) {

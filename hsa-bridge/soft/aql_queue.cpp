@@ -479,7 +479,7 @@ AqlQueue::Step AqlQueue::barrier(const hsa_barrier_and_packet_t& packet, uint16_
             spinning = std::chrono::steady_clock::now() < spin_until;
         }
         if (spinning) {
-            cpu_relax();
+            xenhsa_cpu_relax();
             continue;
         }
         agent_.signals.wait(epoch, backoff);

@@ -2,12 +2,6 @@
 
 namespace xenhsa::hsa::soft {
 
-void cpu_relax() noexcept {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 void IdleWait::busy() noexcept {
     if (blocked_) {
         blocked_ = false;

@@ -9,6 +9,8 @@
 #ifndef XENHSA_HSA_SOFT_IDLE_WAIT_HPP
 #define XENHSA_HSA_SOFT_IDLE_WAIT_HPP
 
+#include <xenhsa/proto/ring.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -27,8 +29,6 @@ struct IdlePolicy {
     std::chrono::microseconds spin_time{50};
 };
 
-void cpu_relax() noexcept;
-
 // Polls `done` with a pause in between for about `budget`; true as soon as it holds.
 template <class Done>
 bool spin_for(std::chrono::nanoseconds budget, Done&& done) {
@@ -37,7 +37,7 @@ bool spin_for(std::chrono::nanoseconds budget, Done&& done) {
         if (done()) {
             return true;
         }
-        cpu_relax();
+        xenhsa_cpu_relax();
         if (i % 32 == 0) {
             if (std::chrono::steady_clock::now() >= until) {
                 return done();
@@ -72,7 +72,7 @@ public:
             idle_since_ = now;
             backoff_ = policy_.backoff_min;
             for (uint32_t i = 0; i < policy_.spin; ++i) {
-                cpu_relax();
+                xenhsa_cpu_relax();
                 if (work()) {
                     busy();
                     return;

@@ -293,7 +293,7 @@ SdmaQueue::Step SdmaQueue::poll(const sdma::PollRegMem& packet) {
         }
         const auto waited = std::chrono::steady_clock::now() - started;
         if (looks < pace.spin || waited < pace.spin_time) {
-            cpu_relax();
+            xenhsa_cpu_relax();
             continue;
         }
         const bool slow = waited >= pace.block_after;

@@ -202,6 +202,9 @@ void Rig::serve() {
                         xenhsa_index_load(&sring()->req_event) == ring_->req_cons() + 1,
                     "idle without catching up and arming req_event");
                 break;
+            case core::RingServer::Pass::drained:  // only asked for with serve(budget, false)
+                XENHSA_FUZZ_CHECK(false, "drained although the pass was to arm req_event");
+                break;
             case core::RingServer::Pass::more:
                 XENHSA_FUZZ_CHECK(
                     ring_->req_cons() != rp && handled_in_pass == static_cast<int>(budget_),

@@ -1,7 +1,11 @@
+#include <xenhsa/proto/ring.h>
+
+#include <algorithm>
 #include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <thread>
 #include <vector>
 #include <xenhsa/backend/core/doorbell_watch.hpp>
 #include <xenhsa/backend/core/guest_core.hpp>
@@ -15,6 +19,10 @@ constexpr std::chrono::milliseconds kNotifyRetry{20};
 // Ports one wake-up keeps masked: the core binds one; more would be the platform's bug.
 constexpr std::size_t kMaxFiredPorts = 8;
 constexpr std::size_t kMaxPendingReads = 2 * kMaxFiredPorts;
+// While the ring is polled, the loop gets control back this often (answers, timers).
+constexpr std::chrono::microseconds kPollBurst{5};
+
+using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -23,7 +31,8 @@ constexpr std::size_t kMaxPendingReads = 2 * kMaxFiredPorts;
 struct GuestCore::Driver {
     Driver(boost::asio::io_context& io_, xen::EventChannel& events_, xen::Port local_,
            const GuestPages& pages_, Session& session_, RingServer& ring_, uint32_t budget_,
-           const SpuriousEventPolicy& spurious_, CoreFatal on_fatal_)
+           const SpuriousEventPolicy& spurious_, std::chrono::microseconds ring_spin_,
+           CoreFatal on_fatal_)
         : io(io_),
           events(events_),
           local(local_),
@@ -31,6 +40,7 @@ struct GuestCore::Driver {
           session(session_),
           ring(ring_),
           budget(budget_),
+          ring_spin(ring_spin_),
           on_fatal(std::move(on_fatal_)),
           fd(io_),
           retry(io_),
@@ -164,21 +174,88 @@ struct GuestCore::Driver {
         if (pages.doorbell != nullptr && session.doorbells(*pages.doorbell) != 0 && watch) {
             watch->activity();
         }
-        switch (ring.serve(budget)) {
+        const uint32_t consumed_before = ring.req_cons();
+        auto result = ring.serve(budget, ring_spin.count() == 0);
+        if (result == RingServer::Pass::drained && ring.req_cons() == consumed_before) {
+            // Only a guest that just sent something is polled for (a timer's or the
+            // doorbell watch's pass must not start a spin); a poll under way goes on.
+            result = polling ? RingServer::Pass::idle : ring.arm();
+        }
+        if (!after(result)) {
+            return;
+        }
+        if (watch) {
+            watch->update();  // the pass may have created the first queue
+        }
+        check_notify();
+    }
+
+    // What a pass or an arm() leaves to do; false when the guest is gone.
+    bool after(RingServer::Pass result) noexcept {
+        switch (result) {
             case RingServer::Pass::idle:
             case RingServer::Pass::blocked:
+                break;
+            case RingServer::Pass::drained:
+                poll();
                 break;
             case RingServer::Pass::more:
                 schedule();
                 break;
             case RingServer::Pass::disconnect:
                 fail("the guest's request producer index ran past the ring");
+                return false;
+        }
+        return true;
+    }
+
+    // Spin-then-block: the guest's next request usually follows its last answer within
+    // microseconds, sooner than a kick and a wake-up would bring it. The window restarts
+    // with every pass that caught up.
+    void poll() noexcept {
+        poll_until = Clock::now() + ring_spin;
+        if (!polling) {
+            polling = true;
+            post_poll();
+        }
+    }
+
+    void post_poll() noexcept {
+        std::weak_ptr<int> alive = life;
+        boost::asio::post(io, [this, alive] {
+            if (!alive.expired()) {
+                poll_step();
+            }
+        });
+    }
+
+    void poll_step() noexcept {
+        if (dead) {
+            polling = false;
+            return;
+        }
+        auto now = Clock::now();
+        const auto burst_end = std::min(now + kPollBurst, poll_until);
+        for (;;) {
+            if (ring.requests_waiting()) {
+                polling = false;
+                pass();
                 return;
+            }
+            now = Clock::now();
+            if (now >= burst_end) {
+                break;
+            }
+            xenhsa_cpu_relax();
         }
-        if (watch) {
-            watch->update();  // the pass may have created the first queue
+        if (now < poll_until) {
+            // The guest may be waiting for this core (more runnable threads than cores).
+            std::this_thread::yield();
+            post_poll();
+            return;
         }
-        check_notify();
+        polling = false;
+        (void)after(ring.arm());
     }
 
     void check_notify() noexcept {
@@ -225,6 +302,7 @@ struct GuestCore::Driver {
     Session& session;
     RingServer& ring;
     uint32_t budget;
+    std::chrono::microseconds ring_spin;
     CoreFatal on_fatal;
     boost::asio::posix::stream_descriptor fd;
     boost::asio::steady_timer retry;
@@ -235,6 +313,8 @@ struct GuestCore::Driver {
     uint64_t last_doorbells = 0;
     std::unique_ptr<DoorbellWatch> watch;  // only for a GPU seam that does not track kicks
     std::shared_ptr<int> life = std::make_shared<int>(0);
+    Clock::time_point poll_until;
+    bool polling = false;
     bool posted = false;
     bool retry_armed = false;
     bool dead = false;
@@ -292,9 +372,9 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
         }
     });
 
-    core->driver_ = std::make_unique<Driver>(io, events, local, pages, *core->session_,
-                                             *core->ring_, options.quotas.ring_budget,
-                                             options.spurious_events, std::move(on_fatal));
+    core->driver_ = std::make_unique<Driver>(
+        io, events, local, pages, *core->session_, *core->ring_, options.quotas.ring_budget,
+        options.spurious_events, options.ring_spin, std::move(on_fatal));
     core->ring_->set_unblocked([self] {
         if (self->driver_) {
             self->driver_->schedule();

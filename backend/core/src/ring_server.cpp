@@ -23,7 +23,7 @@ xenhsa_sring* RingServer::shared() const noexcept {
     return reinterpret_cast<xenhsa_sring*>(ring_.data());
 }
 
-RingServer::Pass RingServer::serve(uint32_t budget) noexcept {
+RingServer::Pass RingServer::serve(uint32_t budget, bool arm_event) noexcept {
     if (disconnected_) {
         return Pass::disconnect;
     }
@@ -63,6 +63,17 @@ RingServer::Pass RingServer::serve(uint32_t budget) noexcept {
     // 4. Budget used up: come back later rather than loop.
     if (req_cons_ != rp) {
         return Pass::more;
+    }
+    return arm_event ? arm() : Pass::drained;
+}
+
+bool RingServer::requests_waiting() const noexcept {
+    return !disconnected_ && xenhsa_index_load(&shared()->req_prod) != req_cons_;
+}
+
+RingServer::Pass RingServer::arm() noexcept {
+    if (disconnected_) {
+        return Pass::disconnect;
     }
     if (xenhsa_ring_final_check(&shared()->req_prod, &shared()->req_event, req_cons_)) {
         return Pass::more;

@@ -42,8 +42,13 @@ private:
 }  // namespace
 
 CoreSessionFactory::CoreSessionFactory(core::Quotas configured, const QuotaCeilings& ceilings,
-                                       OpenedGpu gpu, std::shared_ptr<spdlog::logger> log)
-    : configured_(configured), ceilings_(ceilings), gpu_(std::move(gpu)), log_(std::move(log)) {
+                                       OpenedGpu gpu, std::chrono::microseconds ring_spin,
+                                       std::shared_ptr<spdlog::logger> log)
+    : configured_(configured),
+      ceilings_(ceilings),
+      gpu_(std::move(gpu)),
+      ring_spin_(ring_spin),
+      log_(std::move(log)) {
     apply_ceilings();
 }
 
@@ -92,6 +97,7 @@ xen::Result<std::unique_ptr<DeviceSession>> CoreSessionFactory::connect(const Se
     const core::GuestPages pages{t.ring(), t.ring_page_order(), t.notify_page(), t.doorbell_page()};
     core::GuestOptions options;
     options.quotas = quotas_;
+    options.ring_spin = ring_spin_;
     auto guest = core::GuestCore::start(start.io, t.events(), t.local_port(), pages, seams, options,
                                         start.on_fatal);
     if (!guest) {

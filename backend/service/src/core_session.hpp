@@ -6,6 +6,7 @@
 
 #include <spdlog/logger.h>
 
+#include <chrono>
 #include <memory>
 #include <xenhsa/backend/core/quotas.hpp>
 #include <xenhsa/backend/service/device_session.hpp>
@@ -18,7 +19,7 @@ public:
     // `configured`: from the quota file and the overrides; the sessions get them lowered to
     // `ceilings`.
     CoreSessionFactory(core::Quotas configured, const QuotaCeilings& ceilings, OpenedGpu gpu,
-                       std::shared_ptr<spdlog::logger> log);
+                       std::chrono::microseconds ring_spin, std::shared_ptr<spdlog::logger> log);
 
     [[nodiscard]] uint32_t max_ring_page_order() const noexcept override;
     xen::Result<std::unique_ptr<DeviceSession>> connect(const SessionStart& start) override;
@@ -37,6 +38,7 @@ private:
     bool lend_ceiling_outdated_ = false;
     core::Quotas quotas_;  // configured_ lowered to the ceilings
     OpenedGpu gpu_;
+    std::chrono::microseconds ring_spin_;
     std::shared_ptr<spdlog::logger> log_;
 };
 

@@ -18,8 +18,11 @@ std::string bad_mode(std::string_view mode) {
 }
 
 #if XENHSA_SERVICE_HAVE_SOFT
-OpenedGpu soft_gpu(std::string_view gfx) {
+OpenedGpu soft_gpu(std::string_view gfx, uint32_t agent_threads) {
     hsa::SoftAgentOptions options;
+    if (agent_threads != 0) {
+        options.worker_threads = agent_threads;
+    }
     options.gfx = hsa::parse_soft_gfx(gfx).value_or(hsa::SoftGfx::gfx900);  // checked before
     return OpenedGpu{hsa::make_soft_agent(options), "soft"};
 }
@@ -57,7 +60,7 @@ std::optional<std::string> check_gpu_mode(std::string_view mode) {
 }
 
 std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
-                                  std::string& error) {
+                                  uint32_t agent_threads, std::string& error) {
     if (auto problem = check_soft_gfx(soft_gfx)) {
         error = *problem;
         return std::nullopt;
@@ -82,7 +85,7 @@ std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_g
     // auto without a KFD, or soft.
     if (hsa::resolve_gpu_mode(parsed.value(), kfd_opens) == hsa::GpuMode::soft) {
 #if XENHSA_SERVICE_HAVE_SOFT
-        return soft_gpu(soft_gfx);
+        return soft_gpu(soft_gfx, agent_threads);
 #endif
     }
     error = "no GPU: no KFD and no software agent in this build";
@@ -106,7 +109,7 @@ std::optional<std::string> check_gpu_mode(std::string_view mode) {
 }
 
 std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
-                                  std::string& error) {
+                                  uint32_t agent_threads, std::string& error) {
     if (auto problem = check_gpu_mode(mode)) {
         error = *problem;
         return std::nullopt;
@@ -116,7 +119,7 @@ std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_g
         return std::nullopt;
     }
 #if XENHSA_SERVICE_HAVE_SOFT
-    return soft_gpu(soft_gfx);
+    return soft_gpu(soft_gfx, agent_threads);
 #else
     error = "no GPU seam";
     return std::nullopt;

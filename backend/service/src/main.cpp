@@ -48,6 +48,17 @@ int main(int argc, char** argv) {
                        : std::string();
         })
         ->capture_default_str();
+    app.add_option("--agent-threads", session.agent_threads,
+                   "the software agent's workgroup workers per worker (big grids; small "
+                   "dispatches run on their queue's thread); 0: the CPUs shared out among "
+                   "the workers live when it starts")
+        ->check(CLI::Range(0u, 256u))
+        ->capture_default_str();
+    app.add_option("--ring-spin-us", session.ring_spin_us,
+                   "how long a worker polls its guest's ring after serving it before it "
+                   "sleeps until a kick (0: never polls)")
+        ->check(CLI::Range(0u, 1000u))
+        ->capture_default_str();
     app.add_option("--config", session.config_file, "JSON file of per-guest quotas")
         ->type_name("FILE")
         ->check(CLI::ExistingFile);

@@ -1,6 +1,10 @@
 // The one place that picks what serves a connected device: the per-guest core when this
 // build has it (xenhsa::backend_core). Without it a session is only the transport: the
 // pages are mapped, be_alive is 1 and the port is bound, but the ring is not served.
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
 #include <xenhsa/backend/service/device_transport.hpp>
 #include <xenhsa/backend/service/gpu_device.hpp>
 #include <xenhsa/backend/service/session_config.hpp>
@@ -70,6 +74,23 @@ private:
 
 }  // namespace
 
+uint32_t agent_threads_for(uint32_t configured, std::size_t live_workers, uint32_t cpus) noexcept {
+    if (configured != 0) {
+        return configured;
+    }
+    return static_cast<uint32_t>(
+        std::max<std::size_t>(1, cpus / std::max<std::size_t>(1, live_workers)));
+}
+
+uint32_t usable_cpus() noexcept {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) == 0) {
+        return static_cast<uint32_t>(std::max(1, CPU_COUNT(&set)));
+    }
+    return std::max(1u, std::thread::hardware_concurrency());
+}
+
 std::optional<std::string> check_session_config(const SessionConfig& config) {
     if (auto problem = check_gpu_mode(config.gpu_mode)) {
         return problem;
@@ -98,12 +119,13 @@ std::unique_ptr<SessionFactory> make_session_factory(const SessionConfig& config
     if (!quotas) {
         return nullptr;
     }
-    auto gpu = open_gpu(config.gpu_mode, config.soft_gfx, error);
+    auto gpu = open_gpu(config.gpu_mode, config.soft_gfx, config.agent_threads, error);
     if (!gpu) {
         return nullptr;
     }
     log->info("GPU seam: {}", gpu->kind);
     return std::make_unique<CoreSessionFactory>(*quotas, config.ceilings, std::move(*gpu),
+                                                std::chrono::microseconds(config.ring_spin_us),
                                                 std::move(log));
 #else
     if (auto problem = check_session_config(config)) {

@@ -300,6 +300,8 @@ private:
         dev.ceilings = shares_.ceilings(dev.held_pages);
         SupervisorOptions options = options_for(dev.id.fe);
         options.session.ceilings = dev.ceilings;
+        options.session.agent_threads =
+            agent_threads_for(options.session.agent_threads, shares_.guests(), cpus_);
         auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
         if (!worker) {
             log_->error("cannot start a worker for {}: {}", to_string(dev.id),
@@ -755,6 +757,7 @@ private:
     ControlServer control_;
     std::map<DeviceId, Device> devices_;
     PoolShares shares_;
+    uint32_t cpus_ = usable_cpus();  // agent threads are shared out of these
     bool usage_warned_ = false;
     uint64_t confinement_violations_ = 0;  // workers killed by their seccomp filter, in all
     bool shutting_down_ = false;

@@ -37,6 +37,12 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
     args.push_back(options.session.gpu_mode);
     args.emplace_back("--soft-gfx");
     args.push_back(options.session.soft_gfx);
+    if (options.session.agent_threads != 0) {
+        args.emplace_back("--agent-threads");
+        args.push_back(std::to_string(options.session.agent_threads));
+    }
+    args.emplace_back("--ring-spin-us");
+    args.push_back(std::to_string(options.session.ring_spin_us));
     if (!options.session.config_file.empty()) {
         args.emplace_back("--config");
         args.push_back(options.session.config_file.string());

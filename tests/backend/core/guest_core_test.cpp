@@ -140,6 +140,44 @@ TEST_F(GuestCoreTest, ABudgetedPassPostsTheRestInsteadOfLooping) {
     }
 }
 
+TEST_F(GuestCoreTest, AfterServingTheWorkerPollsTheRingAndTheGuestNeedNotKick) {
+    GuestOptions o;
+    o.ring_spin = std::chrono::milliseconds(500);  // long enough for a loaded machine
+    start(o);
+    xenhsa_query_req q{};
+    q.kind = XENHSA_QUERY_VERSION;
+    push(XENHSA_CMD_QUERY, 1, q);
+    publish_and_kick();  // req_event starts at 1
+    ASSERT_EQ(collect(1).size(), 1u);
+    const auto* sring = reinterpret_cast<const xenhsa_sring*>(ring_pages.data());
+    EXPECT_EQ(sring->req_event, 1u);  // not armed while the worker polls
+    // The next request publishes without asking for a kick and is served all the same.
+    push(XENHSA_CMD_QUERY, 2, q);
+    EXPECT_FALSE(front->publish());
+    auto second = collect(1);
+    ASSERT_EQ(second.size(), 1u);
+    EXPECT_EQ(second[0].hdr.seqno, 2u);
+    // Polling gives up: req_event is armed, and the next request kicks.
+    ASSERT_TRUE(base.run_until([&] { return sring->req_event == 3u; }));
+    push(XENHSA_CMD_QUERY, 3, q);
+    EXPECT_TRUE(front->publish());
+    EXPECT_EQ(fatal, 0);
+}
+
+TEST_F(GuestCoreTest, WithoutASpinTheWorkerArmsTheRingAtOnce) {
+    GuestOptions o;
+    o.ring_spin = std::chrono::microseconds(0);
+    start(o);
+    xenhsa_query_req q{};
+    q.kind = XENHSA_QUERY_VERSION;
+    push(XENHSA_CMD_QUERY, 1, q);
+    publish_and_kick();
+    ASSERT_EQ(collect(1).size(), 1u);
+    EXPECT_EQ(reinterpret_cast<const xenhsa_sring*>(ring_pages.data())->req_event, 2u);
+    push(XENHSA_CMD_QUERY, 2, q);
+    EXPECT_TRUE(front->publish());
+}
+
 TEST_F(GuestCoreTest, ProducerPastTheRingDisconnectsTheGuest) {
     start();
     front->force_req_prod(40);

@@ -62,6 +62,26 @@ TEST_F(RingServerTest, AnswersAndArmsTheEventIndexBeforeSleeping) {
     EXPECT_EQ(rsp.value()->hdr.status, XENHSA_STATUS_OK);
 }
 
+TEST_F(RingServerTest, APollingPassLeavesTheEventIndexSoTheGuestDoesNotKick) {
+    push(XENHSA_CMD_UNMAP, 1);
+    front->publish();  // req_event starts at 1: this one kicks
+    EXPECT_EQ(ring->serve(64, false), RingServer::Pass::drained);
+    EXPECT_EQ(sring()->req_event, 1u);
+    EXPECT_FALSE(ring->requests_waiting());
+    // The guest's next request while the backend polls: no kick asked, and polling sees it.
+    push(XENHSA_CMD_UNMAP, 2);
+    EXPECT_FALSE(front->publish());
+    EXPECT_TRUE(ring->requests_waiting());
+    EXPECT_EQ(ring->arm(), RingServer::Pass::more);  // seen by the final check
+    EXPECT_EQ(ring->serve(64, false), RingServer::Pass::drained);
+    // Polling gave up: arm() catches up with req_event and the next request kicks.
+    EXPECT_EQ(ring->arm(), RingServer::Pass::idle);
+    EXPECT_EQ(sring()->req_event, 3u);
+    push(XENHSA_CMD_UNMAP, 3);
+    EXPECT_TRUE(front->publish());
+    EXPECT_EQ(echo.seen.size(), 2u);
+}
+
 TEST_F(RingServerTest, ResponseSlotIsZeroPastThePayload) {
     push(XENHSA_CMD_UNMAP, 1);
     front->publish();

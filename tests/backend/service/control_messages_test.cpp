@@ -115,33 +115,30 @@ TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
     options.session.settings = {"max_handles=8"};
     options.log_level = spdlog::level::warn;
     options.session.soft_gfx = "gfx90a";
+    options.session.agent_threads = 3;
+    options.session.ring_spin_us = 20;
     const auto args = worker_arguments(options, DeviceId{4, 2});
-    const std::vector<std::string> want = {"--worker",
-                                           "--fe-domid",
-                                           "4",
-                                           "--devid",
-                                           "2",
-                                           "--control-fd",
-                                           "3",
-                                           "--sim-dir",
-                                           "/tmp/sim",
-                                           "--gpu",
-                                           "soft",
-                                           "--soft-gfx",
-                                           "gfx90a",
-                                           "--config",
-                                           "/etc/q.json",
-                                           "--set",
-                                           "max_handles=8",
-                                           "--log-level",
-                                           "warn",
-                                           "--worker-seccomp",
-                                           "kill"};
+    const std::vector<std::string> want = {
+        "--worker",       "--fe-domid",  "4",         "--devid",          "2",
+        "--control-fd",   "3",           "--sim-dir", "/tmp/sim",         "--gpu",
+        "soft",           "--soft-gfx",  "gfx90a",    "--agent-threads",  "3",
+        "--ring-spin-us", "20",          "--config",  "/etc/q.json",      "--set",
+        "max_handles=8",  "--log-level", "warn",      "--worker-seccomp", "kill"};
     EXPECT_EQ(args, want);
     options.platform.xen = true;
     const auto real = worker_arguments(options, DeviceId{4, 2});
     EXPECT_NE(std::find(real.begin(), real.end(), "--xen"), real.end());
     EXPECT_EQ(std::find(real.begin(), real.end(), "--sim-dir"), real.end());
+}
+
+TEST(SessionConfig, AgentThreadsShareTheCpusOutAmongLiveWorkers) {
+    EXPECT_EQ(agent_threads_for(0, 1, 8), 8u);
+    EXPECT_EQ(agent_threads_for(0, 4, 8), 2u);
+    EXPECT_EQ(agent_threads_for(0, 3, 8), 2u);
+    EXPECT_EQ(agent_threads_for(0, 16, 2), 1u);  // never none
+    EXPECT_EQ(agent_threads_for(0, 0, 2), 2u);
+    EXPECT_EQ(agent_threads_for(5, 16, 2), 5u);  // --agent-threads wins
+    EXPECT_GE(usable_cpus(), 1u);
 }
 
 TEST(SessionConfig, TheSoftAgentTargetIsChecked) {

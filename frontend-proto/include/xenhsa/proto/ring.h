@@ -140,6 +140,16 @@ static inline void xenhsa_index_store(uint32_t *field, uint32_t value)
     __atomic_store_n(field, value, __ATOMIC_RELEASE);
 }
 
+/* Between two loads of an index one side polls: the CPU's spin-wait hint. */
+static inline void xenhsa_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
 /*
  * Publish `new_prod` (after `old_prod`, the producer's own private copy) in `*prod` and
  * return nonzero if the consumer asked to be notified: its event index in (old, new].

@@ -32,6 +32,9 @@ namespace xenhsa::frontend {
 
 struct ClientOptions {
     std::chrono::milliseconds timeout{10000};  // per request (EVENT_WAIT: on top of its own)
+    // A caller waiting for an answer polls the ring this long before it arms rsp_event and
+    // sleeps (the backend does not kick meanwhile); 0: sleeps at once.
+    std::chrono::microseconds reply_spin{50};
 };
 
 struct HelloOptions {
@@ -174,6 +177,8 @@ private:
 
     Result<uint32_t> submit(const SentRequest &sent, const xenhsa_req_slot *raw);
     Result<void> drain();
+    // Polls rsp_prod for up to reply_spin (not past `deadline`); true when answers came.
+    bool poll_for_responses(std::chrono::steady_clock::time_point deadline) const noexcept;
     Result<void> handle_notify(const xenhsa_notify &record);
     std::error_code fail_broken() noexcept;
     uint32_t next_seqno() noexcept;

@@ -40,6 +40,9 @@ public:
     // Fails with protocol_error once the backend publishes more responses than requests.
     Result<std::optional<xenhsa_rsp_slot>> pop();
 
+    // Whether the backend published responses not popped yet (one load, for polling).
+    [[nodiscard]] bool responses_waiting() const noexcept;
+
     // Before sleeping: arms rsp_event; true when responses arrived meanwhile.
     bool final_check() noexcept;
 

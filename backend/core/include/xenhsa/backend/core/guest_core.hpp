@@ -11,6 +11,7 @@
 #define XENHSA_BACKEND_CORE_GUEST_CORE_HPP
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -41,6 +42,9 @@ struct GuestOptions {
     uint64_t proposal_base = WindowNegotiation::kDefaultProposalBase;
     DoorbellPollPolicy doorbell_poll;     // used when the GPU seam does not track kicks
     SpuriousEventPolicy spurious_events;  // kicks without work: late unmask (XSA-332)
+    // After a pass that caught up, the ring is polled this long before req_event is armed
+    // and the worker sleeps (the guest does not kick meanwhile); 0: arm at once.
+    std::chrono::microseconds ring_spin{50};
 };
 
 // The guest must be disconnected (ring overflow, notify backlog full, event channel

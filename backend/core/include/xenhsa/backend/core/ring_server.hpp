@@ -7,7 +7,9 @@
 //  3. write each response as a whole zero-filled slot, publish rsp_prod once per batch
 //     and kick only when the guest asked (notification suppression);
 //  4. if the budget ran out, report `more` (the caller posts another pass instead of
-//     looping); otherwise run the final check before reporting `idle`.
+//     looping); otherwise run the final check before reporting `idle`, or, for a caller
+//     that polls before it sleeps, report `drained` with req_event left as it was (the
+//     guest does not kick while the backend polls) and let it arm() when it stops.
 // Late answers (EVENT_WAIT) come through reply() and are published at once.
 #ifndef XENHSA_BACKEND_CORE_RING_SERVER_HPP
 #define XENHSA_BACKEND_CORE_RING_SERVER_HPP
@@ -25,6 +27,7 @@ class RingServer final : public ReplySink {
 public:
     enum class Pass : uint8_t {
         idle,        // caught up, req_event armed: sleep until the next kick
+        drained,     // caught up, req_event not armed (serve(budget, false)): poll or arm()
         more,        // the budget ran out or requests arrived during the final check
         blocked,     // every response slot is owed (pending waits): wait for an answer
         disconnect,  // the guest's producer index ran past the ring: disconnect it
@@ -36,8 +39,15 @@ public:
                                                       RequestHandler& handler,
                                                       std::function<void()> kick);
 
-    // One wake-up's work: at most `budget` requests.
-    Pass serve(uint32_t budget) noexcept;
+    // One wake-up's work: at most `budget` requests. `arm` false: a caught-up pass ends
+    // `drained` instead of running the final check.
+    Pass serve(uint32_t budget, bool arm = true) noexcept;
+
+    // Whether the guest has published requests not yet consumed (one load, for polling).
+    [[nodiscard]] bool requests_waiting() const noexcept;
+
+    // The final check after polling: `idle` (req_event armed) or `more`.
+    Pass arm() noexcept;
 
     // An answer outside serve() (or an extra one inside it): written now, published now
     // when outside a batch.

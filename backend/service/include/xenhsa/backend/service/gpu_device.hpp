@@ -4,6 +4,7 @@
 #ifndef XENHSA_BACKEND_SERVICE_GPU_DEVICE_HPP
 #define XENHSA_BACKEND_SERVICE_GPU_DEVICE_HPP
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,10 +20,11 @@ struct OpenedGpu {
 
 // A readable error for a mode this build cannot serve, or nullopt.
 std::optional<std::string> check_gpu_mode(std::string_view mode);
-// nullopt with `error` set when the chosen seam cannot be opened. `soft_gfx` is used when
-// the seam is the software agent.
+// nullopt with `error` set when the chosen seam cannot be opened. `soft_gfx` and
+// `agent_threads` (workgroup workers, 0: the agent's default) are used when the seam is
+// the software agent.
 std::optional<OpenedGpu> open_gpu(std::string_view mode, std::string_view soft_gfx,
-                                  std::string& error);
+                                  uint32_t agent_threads, std::string& error);
 
 }  // namespace xenhsa::backend::service
 

@@ -5,6 +5,8 @@
 
 #include <spdlog/logger.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -22,7 +24,19 @@ struct SessionConfig {
     std::filesystem::path config_file;  // JSON quotas; empty: defaults
     std::vector<std::string> settings;  // "key=value" overrides, in order
     QuotaCeilings ceilings;             // applied after the file and the overrides
+    // The software agent's workgroup workers; 0: sized when the worker starts (below).
+    uint32_t agent_threads = 0;
+    // How long a worker polls its ring after a pass before it sleeps (GuestOptions).
+    uint32_t ring_spin_us = 50;
 };
+
+// Workgroup workers for a worker started while `live_workers` (itself included) run on
+// `cpus` CPUs: the CPUs shared out, at least 1, so that many guests do not oversubscribe
+// the host. `configured` other than 0 wins.
+uint32_t agent_threads_for(uint32_t configured, std::size_t live_workers, uint32_t cpus) noexcept;
+
+// The CPUs this process may run on.
+uint32_t usable_cpus() noexcept;
 
 // A readable error for a software agent target (--soft-gfx) that does not exist, or
 // nullopt.
