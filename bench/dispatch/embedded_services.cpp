@@ -14,7 +14,7 @@
 #include <system_error>
 #include <thread>
 
-extern char **environ;
+extern char** environ;
 
 namespace xenhsa::bench {
 
@@ -22,8 +22,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool wait_for_socket(const std::filesystem::path &socket, pid_t pid)
-{
+bool wait_for_socket(const std::filesystem::path& socket, pid_t pid) {
     const auto deadline = std::chrono::steady_clock::now() + 10s;
     while (std::chrono::steady_clock::now() < deadline) {
         std::error_code ec;
@@ -41,26 +40,26 @@ bool wait_for_socket(const std::filesystem::path &socket, pid_t pid)
 
 }  // namespace
 
-std::filesystem::path own_bin_dir()
-{
+std::filesystem::path own_bin_dir() {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     return ec ? std::filesystem::current_path() : self.parent_path();
 }
 
-EmbeddedServices::EmbeddedServices(const std::filesystem::path &bin_dir)
-{
+EmbeddedServices::EmbeddedServices(const std::filesystem::path& bin_dir, const ServiceArgs& extra) {
     std::string templ = (std::filesystem::temp_directory_path() / "xenhsa-bench.XXXXXX").string();
     if (mkdtemp(templ.data()) == nullptr) {
         throw std::system_error(errno, std::generic_category(), "mkdtemp");
     }
     dir_ = templ;
     try {
-        start(bin_dir / "xenhsa-sim", {"--sim-dir", dir_.string(), "--log-level", "warn"},
-              dir_ / "xenhsa-sim.sock");
-        start(bin_dir / "xenhsa-backend",
-              {"--sim-dir", dir_.string(), "--gpu", "soft", "--log-level", "warn"},
-              dir_ / "backend.sock");
+        std::vector<std::string> sim{"--sim-dir", dir_.string(), "--log-level", "warn"};
+        sim.insert(sim.end(), extra.sim.begin(), extra.sim.end());
+        start(bin_dir / "xenhsa-sim", sim, dir_ / "xenhsa-sim.sock");
+        std::vector<std::string> backend{"--sim-dir", dir_.string(), "--gpu",
+                                         "soft",      "--log-level", "warn"};
+        backend.insert(backend.end(), extra.backend.begin(), extra.backend.end());
+        start(bin_dir / "xenhsa-backend", backend, dir_ / "backend.sock");
     } catch (...) {
         stop();
         throw;
@@ -69,14 +68,13 @@ EmbeddedServices::EmbeddedServices(const std::filesystem::path &bin_dir)
 
 EmbeddedServices::~EmbeddedServices() { stop(); }
 
-void EmbeddedServices::start(const std::filesystem::path &binary,
-                             const std::vector<std::string> &args,
-                             const std::filesystem::path &socket)
-{
+void EmbeddedServices::start(const std::filesystem::path& binary,
+                             const std::vector<std::string>& args,
+                             const std::filesystem::path& socket) {
     std::vector<std::string> storage{binary.string()};
     storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char *> argv;
-    for (auto &s : storage) {
+    std::vector<char*> argv;
+    for (auto& s : storage) {
         argv.push_back(s.data());
     }
     argv.push_back(nullptr);
@@ -99,8 +97,7 @@ void EmbeddedServices::start(const std::filesystem::path &binary,
     }
 }
 
-void EmbeddedServices::stop() noexcept
-{
+void EmbeddedServices::stop() noexcept {
     for (auto it = pids_.rbegin(); it != pids_.rend(); ++it) {
         kill(*it, SIGTERM);
         int status = 0;

@@ -7,17 +7,13 @@
 #ifndef XENHSA_BENCH_GUEST_BOUNDARY_PATH_HPP
 #define XENHSA_BENCH_GUEST_BOUNDARY_PATH_HPP
 
-#include "dispatch_path.hpp"
-#include "embedded_services.hpp"
-
-#include <xenhsa/frontend/aql_queue.hpp>
-#include <xenhsa/frontend/client.hpp>
-#include <xenhsa/frontend/guest_device.hpp>
-#include <xenhsa/xen/platform.hpp>
-
-#include <chrono>
 #include <filesystem>
 #include <memory>
+
+#include "dispatch_path.hpp"
+#include "embedded_services.hpp"
+#include "fill_queue.hpp"
+#include "guest_domain.hpp"
 
 namespace xenhsa::bench {
 
@@ -25,7 +21,7 @@ class GuestBoundaryPath final : public DispatchPath {
 public:
     // Starts xenhsa-sim and xenhsa-backend from `bin_dir`, creates and plugs a guest
     // domain, attaches this process to it and sets up one queue. Throws on failure.
-    explicit GuestBoundaryPath(const std::filesystem::path &bin_dir);
+    explicit GuestBoundaryPath(const std::filesystem::path& bin_dir);
     ~GuestBoundaryPath() override;
 
     [[nodiscard]] std::string_view name() const override { return "guest_boundary"; }
@@ -34,14 +30,8 @@ public:
 
 private:
     EmbeddedServices services_;
-    xen::Platform platform_;
-    std::unique_ptr<frontend::GuestDevice> device_;
-    std::unique_ptr<frontend::Client> client_;
-    frontend::aql::GpuMemory memory_;
-    frontend::aql::AqlQueue queue_;
-    amd_signal_t *done_ = nullptr;
-    frontend::aql::DispatchSpec fill_;
-    std::chrono::milliseconds timeout_{10000};
+    std::unique_ptr<GuestDomain> guest_;
+    std::unique_ptr<FillQueue> queue_;
 };
 
 }  // namespace xenhsa::bench
