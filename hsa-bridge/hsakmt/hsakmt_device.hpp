@@ -110,6 +110,8 @@ private:
         bool auto_reset = false;
     };
 
+    // The event `id` names; ENOENT for none. Takes mutex_.
+    Result<Event> find_event(EventId id) const;
     Result<void> register_grant_dmabuf(Va va, uint64_t size, bool read_only);
     Result<HsaNodeProperties> node_properties(uint32_t node);
     void start_fault_thread();

@@ -24,16 +24,21 @@ Result<EventInfo> HsakmtDevice::create_event(const EventSpec& spec) {
     return EventInfo{id, event->EventId, event->EventData.HWData2};
 }
 
-Result<void> HsakmtDevice::destroy_event(EventId event) {
-    HsaEvent* kfd_event = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        auto it = events_.find(event);
-        if (it == events_.end()) {
-            return errc(std::errc::no_such_file_or_directory);
-        }
-        kfd_event = it->second.event;
+Result<HsakmtDevice::Event> HsakmtDevice::find_event(EventId id) const {
+    std::lock_guard lock(mutex_);
+    auto it = events_.find(id);
+    if (it == events_.end()) {
+        return errc(std::errc::no_such_file_or_directory);
     }
+    return it->second;
+}
+
+Result<void> HsakmtDevice::destroy_event(EventId event) {
+    auto found = find_event(event);
+    if (!found) {
+        return found.error();
+    }
+    HsaEvent* kfd_event = found.value().event;
     if (auto e = call([&] { return hsaKmtDestroyEvent(kfd_event); })) {
         return e;
     }
@@ -43,15 +48,11 @@ Result<void> HsakmtDevice::destroy_event(EventId event) {
 }
 
 Result<void> HsakmtDevice::set_event(EventId event) {
-    HsaEvent* kfd_event = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        auto it = events_.find(event);
-        if (it == events_.end()) {
-            return errc(std::errc::no_such_file_or_directory);
-        }
-        kfd_event = it->second.event;
+    auto found = find_event(event);
+    if (!found) {
+        return found.error();
     }
+    HsaEvent* kfd_event = found.value().event;
     if (auto e = call([&] { return hsaKmtSetEvent(kfd_event); })) {
         return e;
     }
@@ -59,15 +60,11 @@ Result<void> HsakmtDevice::set_event(EventId event) {
 }
 
 Result<void> HsakmtDevice::reset_event(EventId event) {
-    HsaEvent* kfd_event = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        auto it = events_.find(event);
-        if (it == events_.end()) {
-            return errc(std::errc::no_such_file_or_directory);
-        }
-        kfd_event = it->second.event;
+    auto found = find_event(event);
+    if (!found) {
+        return found.error();
     }
+    HsaEvent* kfd_event = found.value().event;
     if (auto e = call([&] { return hsaKmtResetEvent(kfd_event); })) {
         return e;
     }
@@ -82,16 +79,13 @@ Result<uint32_t> HsakmtDevice::wait_events(std::span<const EventId> events, bool
     }
     std::array<HsaEvent*, kMax> list{};
     std::array<bool, kMax> auto_reset{};
-    {
-        std::lock_guard lock(mutex_);
-        for (size_t i = 0; i < events.size(); ++i) {
-            auto it = events_.find(events[i]);
-            if (it == events_.end()) {
-                return errc(std::errc::no_such_file_or_directory);
-            }
-            list[i] = it->second.event;
-            auto_reset[i] = it->second.auto_reset;
+    for (size_t i = 0; i < events.size(); ++i) {
+        auto found = find_event(events[i]);
+        if (!found) {
+            return found.error();
         }
+        list[i] = found.value().event;
+        auto_reset[i] = found.value().auto_reset;
     }
     const auto count = static_cast<HSAuint32>(events.size());
     const uint32_t everything = count == 32 ? ~0u : (1u << count) - 1u;

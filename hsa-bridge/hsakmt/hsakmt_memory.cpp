@@ -182,15 +182,12 @@ Result<QueueId> HsakmtDevice::create_queue(const QueueSpec& spec) {
         return errc(std::errc::operation_not_supported);
     }
     HsaEvent* error_event = nullptr;
-    {
-        std::lock_guard lock(mutex_);
-        if (spec.error_event != 0) {
-            auto it = events_.find(spec.error_event);
-            if (it == events_.end()) {
-                return errc(std::errc::no_such_file_or_directory);
-            }
-            error_event = it->second.event;
+    if (spec.error_event != 0) {
+        auto found = find_event(spec.error_event);
+        if (!found) {
+            return found.error();
         }
+        error_event = found.value().event;
     }
     HsaQueueResource resource{};
     resource.Queue_read_ptr_aql = reinterpret_cast<HSAuint64*>(spec.rptr);

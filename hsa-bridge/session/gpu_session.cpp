@@ -1,4 +1,6 @@
 // GpuSession: construction, lookups, stats. The operations live in session_*.cpp.
+#include <algorithm>
+
 #include "session_impl.hpp"
 
 namespace xenhsa::hsa {
@@ -23,6 +25,7 @@ void prefill(HandleTable<T>& table) {
 
 GpuSession::Impl::Impl(KfdDevice& dev, SessionLimits lim)
     : device(dev),
+      capacity(lim),
       limits(lim),
       pins(detail::kPinKind, lim.max_handles),
       allocs(detail::kAllocKind, lim.max_handles),
@@ -65,6 +68,15 @@ uint32_t GpuSession::Impl::queue_memory(Va va, uint64_t len, uint32_t node) cons
         }
     });
     return found;
+}
+
+void GpuSession::set_limits(const SessionLimits& wanted) noexcept {
+    Impl& s = *impl_;
+    s.limits.max_handles = std::min(wanted.max_handles, s.capacity.max_handles);
+    s.limits.max_pinned_pages = std::min(wanted.max_pinned_pages, s.capacity.max_pinned_pages);
+    s.limits.max_alloc_bytes = std::min(wanted.max_alloc_bytes, s.capacity.max_alloc_bytes);
+    s.limits.max_queues = std::min(wanted.max_queues, s.capacity.max_queues);
+    s.limits.max_events = std::min(wanted.max_events, s.capacity.max_events);
 }
 
 GpuSession::GpuSession(KfdDevice& device, SessionLimits limits)

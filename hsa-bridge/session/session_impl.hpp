@@ -70,7 +70,8 @@ struct GpuSession::Impl {
     Impl(KfdDevice& device, SessionLimits limits);
 
     KfdDevice& device;
-    const SessionLimits limits;
+    const SessionLimits capacity;  // what the tables are sized for
+    SessionLimits limits;          // what requests are held to: at most `capacity`
 
     HandleTable<uint32_t> pins;    // -> mems slot
     HandleTable<uint32_t> allocs;  // -> mems slot
@@ -84,7 +85,7 @@ struct GpuSession::Impl {
     std::array<QueueId, XENHSA_DOORBELLS_PER_PAGE> doorbell_queue{};
     std::array<bool, XENHSA_DOORBELLS_PER_PAGE> doorbell_used{};
 
-    std::vector<Handle> scratch_queues;  // reserved: limits.max_queues
+    std::vector<Handle> scratch_queues;  // reserved: capacity.max_queues
 
     uint64_t pinned_pages = 0;
     uint64_t alloc_bytes = 0;

@@ -37,6 +37,31 @@ bool collides(const detail::ObjectPool<MemObj>& mems, MemKind kind, Va va, uint6
     return hit;
 }
 
+// PIN and ALLOC once their quotas and ranges passed: the object's slot, the device call,
+// the handle; a failed step undoes exactly the ones before it.
+template <class Make, class Unmake>
+Result<Handle> add_memory(detail::ObjectPool<MemObj>& mems, HandleTable<uint32_t>& table,
+                          const MemObj& mem, Make&& make, Unmake&& unmake, const char* undo_what) {
+    auto slot = mems.acquire(mem);
+    if (!slot) {
+        return detail::quota_exceeded();
+    }
+    if (auto r = make(); !r) {
+        mems.release(*slot);
+        return r.error();
+    }
+    auto handle = table.insert(*slot);  // cannot fail: capacity == max_handles
+    if (!handle) {
+        if (auto undo = unmake(); !undo) {
+            detail::fatal(undo_what, mem.va, undo.error());
+        }
+        mems.release(*slot);
+        return detail::quota_exceeded();
+    }
+    mems[*slot].handle = *handle;
+    return *handle;
+}
+
 }  // namespace
 
 Result<Handle> GpuSession::pin(Va va, uint64_t size, uint32_t flags) {
@@ -52,30 +77,14 @@ Result<Handle> GpuSession::pin(Va va, uint64_t size, uint32_t flags) {
     if (collides(s.mems, MemKind::pin, va, size)) {
         return errc(std::errc::device_or_resource_busy);
     }
-    MemObj mem;
-    mem.kind = MemKind::pin;
-    mem.va = va;
-    mem.size = size;
-    mem.flags = flags;
-    auto slot = s.mems.acquire(mem);
-    if (!slot) {
-        return detail::quota_exceeded();
+    auto handle = add_memory(
+        s.mems, s.pins, MemObj{MemKind::pin, va, size, flags},
+        [&] { return s.device.register_user(va, size, (flags & XENHSA_PIN_READ_ONLY) != 0); },
+        [&] { return s.device.deregister_user(va); }, "deregister after a failed pin");
+    if (handle) {
+        s.pinned_pages += pages;
     }
-    if (auto r = s.device.register_user(va, size, (flags & XENHSA_PIN_READ_ONLY) != 0); !r) {
-        s.mems.release(*slot);
-        return r.error();
-    }
-    auto handle = s.pins.insert(*slot);  // cannot fail: capacity == max_handles
-    if (!handle) {
-        if (auto undo = s.device.deregister_user(va); !undo) {
-            detail::fatal("deregister after a failed pin", va, undo.error());
-        }
-        s.mems.release(*slot);
-        return detail::quota_exceeded();
-    }
-    s.mems[*slot].handle = *handle;
-    s.pinned_pages += pages;
-    return *handle;
+    return handle;
 }
 
 Result<Handle> GpuSession::alloc(Va va, uint64_t size, uint32_t node, uint32_t flags) {
@@ -91,30 +100,14 @@ Result<Handle> GpuSession::alloc(Va va, uint64_t size, uint32_t node, uint32_t f
     if (collides(s.mems, MemKind::alloc, va, size)) {
         return errc(std::errc::device_or_resource_busy);
     }
-    MemObj mem;
-    mem.kind = MemKind::alloc;
-    mem.va = va;
-    mem.size = size;
-    mem.flags = flags;
-    auto slot = s.mems.acquire(mem);
-    if (!slot) {
-        return detail::quota_exceeded();
+    auto handle = add_memory(
+        s.mems, s.allocs, MemObj{MemKind::alloc, va, size, flags},
+        [&] { return s.device.alloc(node, va, size, flags); }, [&] { return s.device.free(va); },
+        "free after a failed alloc");
+    if (handle) {
+        s.alloc_bytes += size;
     }
-    if (auto r = s.device.alloc(node, va, size, flags); !r) {
-        s.mems.release(*slot);
-        return r.error();
-    }
-    auto handle = s.allocs.insert(*slot);
-    if (!handle) {
-        if (auto undo = s.device.free(va); !undo) {
-            detail::fatal("free after a failed alloc", va, undo.error());
-        }
-        s.mems.release(*slot);
-        return detail::quota_exceeded();
-    }
-    s.mems[*slot].handle = *handle;
-    s.alloc_bytes += size;
-    return *handle;
+    return handle;
 }
 
 // UNPIN and FREE: at once, or deferred while a live queue holds the memory.

@@ -37,12 +37,6 @@ Result<std::string> c_string(std::string_view s)
     }
 }
 
-void fatal(const char *what, int err) noexcept
-{
-    std::fprintf(stderr, "xenhsa: fatal: %s: %s\n", what, std::strerror(err));
-    std::abort();
-}
-
 void warn(const char *what, int err) noexcept
 {
     std::fprintf(stderr, "xenhsa: %s: %s\n", what, std::strerror(err));

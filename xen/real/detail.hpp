@@ -34,10 +34,7 @@ struct FreeDeleter {
 // libraries would silently truncate at.
 Result<std::string> c_string(std::string_view s);
 
-// A failure that must not happen (an unmap of a mapping we made): log and abort. Used on
-// noexcept teardown paths, where returning an error is impossible and continuing could
-// leave a peer's memory mapped or a caller's VA reservation with a hole.
-[[noreturn]] void fatal(const char *what, int err) noexcept;
+// fatal(): xen/reservation.hpp, shared with the simulator's client.
 
 // Logs a teardown failure that is not a safety problem (e.g. unbinding an event channel).
 void warn(const char *what, int err) noexcept;

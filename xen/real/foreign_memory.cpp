@@ -3,6 +3,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
+#include <xenhsa/xen/reservation.hpp>
 
 #include <sys/mman.h>
 
@@ -28,7 +29,7 @@ using FmemHandle = std::shared_ptr<xenforeignmemory_handle>;
 void unmap_or_die(xenforeignmemory_handle *h, std::byte *addr, std::size_t pages) noexcept
 {
     if (xenforeignmemory_unmap(h, addr, pages) != 0) {
-        detail::fatal("xenforeignmemory_unmap", errno);
+        fatal("xenforeignmemory_unmap", errno);
     }
 }
 

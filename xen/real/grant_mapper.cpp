@@ -9,6 +9,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
+#include <xenhsa/xen/reservation.hpp>
 
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -37,18 +38,6 @@ struct GnttabClose {
 using GnttabHandle = std::unique_ptr<xengnttab_handle, GnttabClose>;
 
 constexpr std::size_t kRefsOffset = offsetof(ioctl_gntdev_map_grant_ref, refs);
-
-// Puts a PROT_NONE reservation back over [at, at + len), replacing whatever is there in
-// one step. MAP_FIXED is correct only because the range lies inside a PROT_NONE
-// reservation the caller owns (GrantMapSpec::at): we never clobber memory we don't own,
-// and the range never becomes a hole another thread's mmap() could land in.
-void rereserve(std::byte *at, std::size_t len) noexcept
-{
-    void *p = ::mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    if (p == MAP_FAILED) {
-        detail::fatal("grant unmap: cannot restore the PROT_NONE reservation", errno);
-    }
-}
 
 void fill(std::span<int> status, int value) noexcept
 {
@@ -122,7 +111,7 @@ protected:
             return;
         }
         if (xengnttab_unmap(h_.get(), addr, static_cast<uint32_t>(pages)) != 0) {
-            detail::fatal("xengnttab_unmap", errno);
+            fatal("xengnttab_unmap", errno);
         }
     }
 
@@ -203,7 +192,7 @@ private:
             undo.index = head.index;
             undo.count = static_cast<uint32_t>(n);
             if (::ioctl(fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &undo) != 0) {
-                detail::fatal("gntdev: undoing IOCTL_GNTDEV_MAP_GRANT_REF", errno);
+                fatal("gntdev: undoing IOCTL_GNTDEV_MAP_GRANT_REF", errno);
             }
             return err;
         }
@@ -218,10 +207,10 @@ private:
         ioctl_gntdev_get_offset_for_vaddr where{};
         where.vaddr = reinterpret_cast<uintptr_t>(addr);
         if (::ioctl(fd, IOCTL_GNTDEV_GET_OFFSET_FOR_VADDR, &where) != 0) {
-            detail::fatal("gntdev: IOCTL_GNTDEV_GET_OFFSET_FOR_VADDR", errno);
+            fatal("gntdev: IOCTL_GNTDEV_GET_OFFSET_FOR_VADDR", errno);
         }
         if (where.count != pages) {
-            detail::fatal("gntdev: fixed grant mapping has an unexpected page count", EINVAL);
+            fatal("gntdev: fixed grant mapping has an unexpected page count", EINVAL);
         }
         // Replacing the gntdev mapping with PROT_NONE unmaps the grants (gntdev's
         // vma close) and leaves the caller's reservation without a hole.
@@ -230,7 +219,7 @@ private:
         op.index = where.offset;
         op.count = where.count;
         if (::ioctl(fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &op) != 0) {
-            detail::fatal("gntdev: IOCTL_GNTDEV_UNMAP_GRANT_REF", errno);
+            fatal("gntdev: IOCTL_GNTDEV_UNMAP_GRANT_REF", errno);
         }
     }
 

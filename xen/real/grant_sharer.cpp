@@ -26,6 +26,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
+#include <xenhsa/xen/reservation.hpp>
 #include "own_grant_table.hpp"
 
 #include <fcntl.h>
@@ -60,16 +61,6 @@ struct GntshrClose {
 using GntshrHandle = std::unique_ptr<xengntshr_handle, GntshrClose>;
 
 constexpr std::size_t kGrefsOffset = offsetof(ioctl_gntalloc_alloc_gref, gref_ids);
-
-// See grant_mapper.cpp: puts the caller's PROT_NONE reservation back over [at, at + len)
-// in one step (no hole another thread's mmap() could land in).
-void rereserve(std::byte *at, std::size_t len) noexcept
-{
-    void *p = ::mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-    if (p == MAP_FAILED) {
-        detail::fatal("grant share: cannot restore the PROT_NONE reservation", errno);
-    }
-}
 
 class RealGrantSharer final : public GrantSharer {
 public:
@@ -139,7 +130,7 @@ protected:
             return;
         }
         if (xengntshr_unshare(h_.get(), addr, static_cast<uint32_t>(refs.size())) != 0) {
-            detail::fatal("xengntshr_unshare", errno);
+            fatal("xengntshr_unshare", errno);
         }
     }
 
@@ -197,7 +188,7 @@ private:
         dealloc.index = head.index;
         dealloc.count = static_cast<uint32_t>(n);
         if (::ioctl(fd, IOCTL_GNTALLOC_DEALLOC_GREF, &dealloc) != 0) {
-            detail::fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
+            fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
         }
         if (map_err) {
             fixed_.erase(spec.at);

@@ -14,6 +14,7 @@
 #include <xenhsa/xen/public_headers.hpp>
 
 #include "detail.hpp"
+#include <xenhsa/xen/reservation.hpp>
 
 extern "C" {
 #include <xen/sys/privcmd.h>
@@ -153,7 +154,7 @@ struct OwnGrantTable::Impl {
             use(static_cast<const volatile grant_entry_v1_t*>(table), want * kEntriesPerFrame);
         }
         if (xenforeignmemory_unmap(fmem.get(), table, want) != 0) {
-            detail::fatal("xenforeignmemory_unmap of the own grant table", errno);
+            fatal("xenforeignmemory_unmap of the own grant table", errno);
         }
         if (!readable) {
             return errno_code(EFAULT);

@@ -246,6 +246,9 @@ void Session::revoke_all(bool session_end) noexcept {
 uint32_t Session::enforce_quotas(const Quotas& quotas) noexcept {
     quotas_ = quotas;
     quotas_.max_handles = std::min(quotas.max_handles, handle_capacity_);
+    if (seams_.gpu != nullptr) {
+        seams_.gpu->set_limits(gpu_limits(quotas_, ring_slots_));
+    }
     return map_revoke_.revoke_over_quota(quotas_.max_map_pages, quotas_.max_lend_pages);
 }
 

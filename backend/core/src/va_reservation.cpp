@@ -6,6 +6,7 @@
 #include <utility>
 #include <xenhsa/backend/core/fatal.hpp>
 #include <xenhsa/backend/core/va_reservation.hpp>
+#include <xenhsa/xen/reservation.hpp>
 
 namespace xenhsa::backend::core {
 namespace {
@@ -101,12 +102,8 @@ void VaReservation::rereserve(uint64_t va, uint64_t size) const noexcept {
     if (!contains(va, size)) {
         fatal("re-reserve outside the guest's reservation");
     }
-    // MAP_FIXED is correct here only because the range lies inside this reservation.
-    void* p =
-        ::mmap(reinterpret_cast<void*>(va), size, PROT_NONE, kReserveFlags | MAP_FIXED, -1, 0);
-    if (p == MAP_FAILED) {
-        fatal("cannot restore a PROT_NONE reservation", errno);
-    }
+    // Correct only because the range lies inside this reservation (checked above).
+    xen::rereserve(reinterpret_cast<std::byte*>(va), size);
 }
 
 void VaReservation::reset() noexcept {

@@ -155,6 +155,22 @@ TEST(Revoke, QuotaBreachRevokesTheNewestMaps) {
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, a), XENHSA_STATUS_OK);
 }
 
+TEST(Revoke, LoweredGpuQuotasReachTheLiveSession) {
+    GpuHarness h;
+    h.event_ok();
+    h.event_ok();
+    Quotas lower = h.session->quotas();
+    lower.max_events = 2;
+    EXPECT_EQ(h.session->enforce_quotas(lower), 0u);  // GPU objects are not revoked...
+    EXPECT_EQ(h.session->stats().events, 2u);
+    xenhsa_event_create_req e{};
+    e.node = kGpuNode;
+    EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_QUOTA);  // ...but held to it
+    lower.max_events = 3;
+    EXPECT_EQ(h.session->enforce_quotas(lower), 0u);
+    EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_OK);
+}
+
 TEST(Revoke, QuotaBreachOfAMapUnderAQueueTakesTheQueueToo) {
     GpuHarness h;
     h.map_ok(h.base + 0x100000, 1, 30);

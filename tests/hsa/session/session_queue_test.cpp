@@ -170,6 +170,26 @@ TEST_F(SessionTest, QueueAndEventQuotas) {
     EXPECT_TRUE(session->create_event(req));
 }
 
+TEST_F(SessionTest, LimitsSetAtRunTimeApplyToNewObjectsUpToTheStartingOnes) {
+    SessionLimits limits;
+    limits.max_events = 3;
+    make_session(limits);
+    const Handle e1 = event();
+    event();
+    limits.max_events = 1;
+    session->set_limits(limits);
+    xenhsa_event_create_req req{};
+    EXPECT_EQ(session->create_event(req).error(), edquot());  // the two stay
+    EXPECT_EQ(session->stats().events, 2u);
+    ASSERT_TRUE(session->destroy_event(e1));
+    EXPECT_EQ(session->create_event(req).error(), edquot());  // still at the limit
+    limits.max_events = 100;  // above what the session was made for: 3
+    session->set_limits(limits);
+    EXPECT_TRUE(session->create_event(req));
+    EXPECT_TRUE(session->create_event(req));
+    EXPECT_EQ(session->create_event(req).error(), edquot());
+}
+
 TEST_F(SessionTest, EventArgumentsAreChecked) {
     xenhsa_event_create_req req{};
     req.type = XENHSA_EVENT_TYPE_COUNT_;

@@ -10,23 +10,6 @@
 
 namespace xenhsa::xen::sim::client {
 
-void fatal(const char* what, int err) noexcept {
-    std::fprintf(stderr, "xenhsa-sim client: fatal: %s: %s\n", what, std::strerror(err));
-    std::abort();
-}
-
-Result<std::byte*> reserve(std::size_t len) noexcept {
-    void* p = ::mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) return errno_code(errno);
-    return static_cast<std::byte*>(p);
-}
-
-void rereserve(std::byte* at, std::size_t len) noexcept {
-    void* p =
-        ::mmap(at, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-    if (p == MAP_FAILED) fatal("cannot restore a PROT_NONE reservation", errno);
-}
-
 void unmap(std::byte* at, std::size_t len) noexcept {
     if (::munmap(at, len) != 0) fatal("munmap", errno);
 }

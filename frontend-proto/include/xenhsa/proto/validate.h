@@ -29,40 +29,39 @@
 
 #define XENHSA_LEN_UNKNOWN 0xFFFFFFFFu
 
+/*
+ * Every command once: X(name, request payload struct, successful response payload
+ * length). A request payload of struct xenhsa_<req> is checked by xenhsa_check_<req>.
+ */
+#define XENHSA_COMMANDS(X)                                                                   \
+    X(HELLO, hello_req, sizeof(struct xenhsa_hello_rsp))                                     \
+    X(QUERY, query_req, sizeof(struct xenhsa_query_rsp))                                     \
+    X(MAP, map_req, sizeof(struct xenhsa_handle_rsp))                                        \
+    X(LEND, lend_req, sizeof(struct xenhsa_lend_rsp))                                        \
+    X(PIN, pin_req, sizeof(struct xenhsa_handle_rsp))                                        \
+    X(MAP_TO_GPU, map_to_gpu_req, sizeof(struct xenhsa_map_to_gpu_rsp))                      \
+    X(ALLOC, alloc_req, sizeof(struct xenhsa_alloc_rsp))                                     \
+    X(QUEUE_CREATE, queue_create_req, sizeof(struct xenhsa_queue_create_rsp))                \
+    X(EVENT_CREATE, event_create_req, sizeof(struct xenhsa_event_create_rsp))                \
+    X(EVENT_WAIT, event_wait_req, sizeof(struct xenhsa_event_wait_rsp))                      \
+    X(EVENT_WAIT_CANCEL, event_wait_cancel_req, 0)                                           \
+    X(UNMAP, handle_req, 0)                                                                  \
+    X(UNPIN, handle_req, 0)                                                                  \
+    X(UNMAP_FROM_GPU, handle_req, 0)                                                         \
+    X(FREE, handle_req, 0)                                                                   \
+    X(QUEUE_DESTROY, handle_req, 0)                                                          \
+    X(EVENT_DESTROY, handle_req, 0)                                                          \
+    X(EVENT_SET, handle_req, 0)                                                              \
+    X(EVENT_RESET, handle_req, 0)
+
 /* Payload length of a request: the command's struct size, or XENHSA_LEN_UNKNOWN. */
 static inline uint32_t xenhsa_req_len(uint32_t cmd) {
     switch (cmd) {
-        case XENHSA_CMD_HELLO:
-            return (uint32_t)sizeof(struct xenhsa_hello_req);
-        case XENHSA_CMD_QUERY:
-            return (uint32_t)sizeof(struct xenhsa_query_req);
-        case XENHSA_CMD_MAP:
-            return (uint32_t)sizeof(struct xenhsa_map_req);
-        case XENHSA_CMD_LEND:
-            return (uint32_t)sizeof(struct xenhsa_lend_req);
-        case XENHSA_CMD_PIN:
-            return (uint32_t)sizeof(struct xenhsa_pin_req);
-        case XENHSA_CMD_MAP_TO_GPU:
-            return (uint32_t)sizeof(struct xenhsa_map_to_gpu_req);
-        case XENHSA_CMD_ALLOC:
-            return (uint32_t)sizeof(struct xenhsa_alloc_req);
-        case XENHSA_CMD_QUEUE_CREATE:
-            return (uint32_t)sizeof(struct xenhsa_queue_create_req);
-        case XENHSA_CMD_EVENT_CREATE:
-            return (uint32_t)sizeof(struct xenhsa_event_create_req);
-        case XENHSA_CMD_EVENT_WAIT:
-            return (uint32_t)sizeof(struct xenhsa_event_wait_req);
-        case XENHSA_CMD_EVENT_WAIT_CANCEL:
-            return (uint32_t)sizeof(struct xenhsa_event_wait_cancel_req);
-        case XENHSA_CMD_UNMAP:
-        case XENHSA_CMD_UNPIN:
-        case XENHSA_CMD_UNMAP_FROM_GPU:
-        case XENHSA_CMD_FREE:
-        case XENHSA_CMD_QUEUE_DESTROY:
-        case XENHSA_CMD_EVENT_DESTROY:
-        case XENHSA_CMD_EVENT_SET:
-        case XENHSA_CMD_EVENT_RESET:
-            return (uint32_t)sizeof(struct xenhsa_handle_req);
+#define XENHSA_REQ_LEN_(name, req, rsp_len) \
+    case XENHSA_CMD_##name:                 \
+        return (uint32_t)sizeof(struct xenhsa_##req);
+        XENHSA_COMMANDS(XENHSA_REQ_LEN_)
+#undef XENHSA_REQ_LEN_
         default:
             return XENHSA_LEN_UNKNOWN;
     }
@@ -71,35 +70,11 @@ static inline uint32_t xenhsa_req_len(uint32_t cmd) {
 /* Payload length of a successful response (every HELLO response has it too). */
 static inline uint32_t xenhsa_rsp_len(uint32_t cmd) {
     switch (cmd) {
-        case XENHSA_CMD_HELLO:
-            return (uint32_t)sizeof(struct xenhsa_hello_rsp);
-        case XENHSA_CMD_QUERY:
-            return (uint32_t)sizeof(struct xenhsa_query_rsp);
-        case XENHSA_CMD_MAP:
-        case XENHSA_CMD_PIN:
-            return (uint32_t)sizeof(struct xenhsa_handle_rsp);
-        case XENHSA_CMD_LEND:
-            return (uint32_t)sizeof(struct xenhsa_lend_rsp);
-        case XENHSA_CMD_MAP_TO_GPU:
-            return (uint32_t)sizeof(struct xenhsa_map_to_gpu_rsp);
-        case XENHSA_CMD_ALLOC:
-            return (uint32_t)sizeof(struct xenhsa_alloc_rsp);
-        case XENHSA_CMD_QUEUE_CREATE:
-            return (uint32_t)sizeof(struct xenhsa_queue_create_rsp);
-        case XENHSA_CMD_EVENT_CREATE:
-            return (uint32_t)sizeof(struct xenhsa_event_create_rsp);
-        case XENHSA_CMD_EVENT_WAIT:
-            return (uint32_t)sizeof(struct xenhsa_event_wait_rsp);
-        case XENHSA_CMD_UNMAP:
-        case XENHSA_CMD_UNPIN:
-        case XENHSA_CMD_UNMAP_FROM_GPU:
-        case XENHSA_CMD_FREE:
-        case XENHSA_CMD_QUEUE_DESTROY:
-        case XENHSA_CMD_EVENT_DESTROY:
-        case XENHSA_CMD_EVENT_SET:
-        case XENHSA_CMD_EVENT_RESET:
-        case XENHSA_CMD_EVENT_WAIT_CANCEL:
-            return 0;
+#define XENHSA_RSP_LEN_(name, req, rsp_len) \
+    case XENHSA_CMD_##name:                 \
+        return (uint32_t)(rsp_len);
+        XENHSA_COMMANDS(XENHSA_RSP_LEN_)
+#undef XENHSA_RSP_LEN_
         default:
             return XENHSA_LEN_UNKNOWN;
     }
@@ -321,38 +296,11 @@ static inline uint32_t xenhsa_check_event_wait_cancel_req(
 /* The payload of a request whose header passed xenhsa_check_req_hdr. */
 static inline uint32_t xenhsa_check_req_payload(uint32_t cmd, const void* payload) {
     switch (cmd) {
-        case XENHSA_CMD_HELLO:
-            XENHSA_CHECK_AS_(struct xenhsa_hello_req, xenhsa_check_hello_req);
-        case XENHSA_CMD_QUERY:
-            XENHSA_CHECK_AS_(struct xenhsa_query_req, xenhsa_check_query_req);
-        case XENHSA_CMD_MAP:
-            XENHSA_CHECK_AS_(struct xenhsa_map_req, xenhsa_check_map_req);
-        case XENHSA_CMD_LEND:
-            XENHSA_CHECK_AS_(struct xenhsa_lend_req, xenhsa_check_lend_req);
-        case XENHSA_CMD_PIN:
-            XENHSA_CHECK_AS_(struct xenhsa_pin_req, xenhsa_check_pin_req);
-        case XENHSA_CMD_MAP_TO_GPU:
-            XENHSA_CHECK_AS_(struct xenhsa_map_to_gpu_req, xenhsa_check_map_to_gpu_req);
-        case XENHSA_CMD_ALLOC:
-            XENHSA_CHECK_AS_(struct xenhsa_alloc_req, xenhsa_check_alloc_req);
-        case XENHSA_CMD_QUEUE_CREATE:
-            XENHSA_CHECK_AS_(struct xenhsa_queue_create_req, xenhsa_check_queue_create_req);
-        case XENHSA_CMD_EVENT_CREATE:
-            XENHSA_CHECK_AS_(struct xenhsa_event_create_req, xenhsa_check_event_create_req);
-        case XENHSA_CMD_EVENT_WAIT:
-            XENHSA_CHECK_AS_(struct xenhsa_event_wait_req, xenhsa_check_event_wait_req);
-        case XENHSA_CMD_EVENT_WAIT_CANCEL:
-            XENHSA_CHECK_AS_(struct xenhsa_event_wait_cancel_req,
-                             xenhsa_check_event_wait_cancel_req);
-        case XENHSA_CMD_UNMAP:
-        case XENHSA_CMD_UNPIN:
-        case XENHSA_CMD_UNMAP_FROM_GPU:
-        case XENHSA_CMD_FREE:
-        case XENHSA_CMD_QUEUE_DESTROY:
-        case XENHSA_CMD_EVENT_DESTROY:
-        case XENHSA_CMD_EVENT_SET:
-        case XENHSA_CMD_EVENT_RESET:
-            XENHSA_CHECK_AS_(struct xenhsa_handle_req, xenhsa_check_handle_req);
+#define XENHSA_CHECK_REQ_(name, req, rsp_len) \
+    case XENHSA_CMD_##name:                   \
+        XENHSA_CHECK_AS_(struct xenhsa_##req, xenhsa_check_##req);
+        XENHSA_COMMANDS(XENHSA_CHECK_REQ_)
+#undef XENHSA_CHECK_REQ_
         default:
             return XENHSA_STATUS_BAD_COMMAND;
     }

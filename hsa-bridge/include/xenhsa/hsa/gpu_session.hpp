@@ -58,6 +58,11 @@ public:
 
     [[nodiscard]] KfdDevice& device() noexcept;
 
+    // Quota changes at run time: `limits` apply to requests from now on, each at most what
+    // the session was made with (its tables are sized then; max_waits stays). Objects
+    // above a lowered limit stay; new ones are refused (EDQUOT) until the guest is under.
+    void set_limits(const SessionLimits& limits) noexcept;
+
     // PIN: the caller has checked that [va, va + size) lies in this guest's MAPs, writable
     // unless XENHSA_PIN_READ_ONLY.
     Result<Handle> pin(Va va, uint64_t size, uint32_t flags);
