@@ -9,6 +9,7 @@
 #ifndef XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
 #define XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -26,6 +27,13 @@ enum class Access : uint8_t { read, write };
 // The host pointer of a VA: the backend mirrors guest VAs, so they are the same number.
 inline std::byte* host_ptr(Va va) noexcept {
     return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va));
+}
+
+// An atomic T at a VA: naturally aligned, checked reachable (View::check) and held by the
+// caller (a View, or a queue's hold on its ring and pointers).
+template <class T>
+std::atomic_ref<T> guest_atomic(Va va) noexcept {
+    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
 }
 
 // The memory a queue holds while it lives.

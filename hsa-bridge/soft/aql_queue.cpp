@@ -43,11 +43,6 @@ void fence_for(uint32_t scope, std::memory_order order) noexcept {
     }
 }
 
-template <class T>
-std::atomic_ref<T> guest_atomic(Va va) noexcept {
-    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
-}
-
 // AMD's vendor-specific AQL packet that runs a PM4 indirect buffer (ROCr 5.2.3,
 // AqlQueue::ExecutePM4 on gfx9+: amd_aql_pm4_ib), in our own words.
 constexpr uint16_t kVendorFormatPm4Ib = 1;  // AMD_AQL_FORMAT_PM4_IB

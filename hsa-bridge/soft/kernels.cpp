@@ -137,10 +137,8 @@ void run_checksum(std::span<const std::byte> kernarg, uint64_t begin, uint64_t e
         std::memcpy(&word, src + 4 * i, 4);
         sum += word;
     }
-    std::byte* result = memory.reach_aligned(args.result, 8, Access::write);
-    if (result != nullptr) {
-        std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(result))
-            .fetch_add(sum, std::memory_order_relaxed);
+    if (memory.reach_aligned(args.result, 8, Access::write) != nullptr) {
+        guest_atomic<uint64_t>(args.result).fetch_add(sum, std::memory_order_relaxed);
     }
 }
 

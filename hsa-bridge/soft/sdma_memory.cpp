@@ -7,11 +7,6 @@ namespace xenhsa::hsa::soft::sdma {
 
 namespace {
 
-template <class T>
-std::atomic_ref<T> guest_atomic(Va va) noexcept {
-    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
-}
-
 bool halted_now(const std::atomic<bool>& halted) noexcept {
     return halted.load(std::memory_order_acquire);
 }

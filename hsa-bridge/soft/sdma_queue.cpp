@@ -12,11 +12,6 @@ namespace {
 
 constexpr uint32_t kMaxElementLog2 = 4;  // 16-byte elements
 
-template <class T>
-std::atomic_ref<T> guest_atomic(Va va) noexcept {
-    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
-}
-
 template <class Packet>
 Packet as(const std::array<uint32_t, sdma::kMaxPacketDwords>& dwords) noexcept {
     static_assert(sizeof(Packet) <= sizeof dwords);

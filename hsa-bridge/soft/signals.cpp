@@ -17,7 +17,7 @@ static_assert(kSignalBytes == 64 && offsetof(amd_signal_t, value) == 8 &&
 template <class T>
 std::atomic_ref<T> field(uint64_t handle, size_t offset) noexcept
 {
-    return std::atomic_ref<T>(*reinterpret_cast<T *>(host_ptr(handle + offset)));
+    return guest_atomic<T>(handle + offset);
 }
 
 // Atomics need natural alignment; a signal that lacks it is a fault at its address.
@@ -58,8 +58,7 @@ std::optional<Va> complete_signal(const AddressSpace &space, EventTable &events,
         field<int64_t>(handle, offsetof(amd_signal_t, value))
             .fetch_sub(1, std::memory_order_release);
         if (mailbox != 0) {
-            std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t *>(host_ptr(mailbox)))
-                .store(event_id, std::memory_order_release);
+            guest_atomic<uint64_t>(mailbox).store(event_id, std::memory_order_release);
         }
     }
     if (event_id != 0) {
