@@ -199,12 +199,13 @@ void run_map_revoke(const std::filesystem::path& bin_dir, const MapRevokeOptions
         std::printf(
             "map_pages=%llu map_requests=%llu map_us=%.1f mmap_populate_us=%.1f "
             "map_vs_mmap=%.3f revoke_us=%.1f munmap_us=%.1f revoke_vs_munmap=%.3f "
-            "grant_us=%.1f mmap_lazy_us=%.1f map_vs_mmap_lazy=%.3f munmap_lazy_us=%.1f "
-            "revoke_vs_munmap_lazy=%.3f\n",
+            "grant_us=%.1f grant_vs_mmap=%.3f mmap_lazy_us=%.1f map_vs_mmap_lazy=%.3f "
+            "munmap_lazy_us=%.1f revoke_vs_munmap_lazy=%.3f\n",
             static_cast<unsigned long long>(pages), static_cast<unsigned long long>(requests), map,
             mmap_populate, ratio(map, mmap_populate), revoke, munmap, ratio(revoke, munmap),
-            median_field(r, &MapRound::grant_us), mmap_lazy, ratio(map, mmap_lazy), munmap_lazy,
-            ratio(revoke, munmap_lazy));
+            median_field(r, &MapRound::grant_us),
+            ratio(median_field(r, &MapRound::grant_us), mmap_populate), mmap_lazy,
+            ratio(map, mmap_lazy), munmap_lazy, ratio(revoke, munmap_lazy));
     }
     std::printf("map_rounds=%u map_repeats_up_to_%llu_pages=%u map_max_pages_per_request=%u\n",
                 options.rounds, static_cast<unsigned long long>(kRepeatedUpTo), kRepeats,

@@ -77,13 +77,17 @@ void run_process_memory(const std::filesystem::path& bin_dir, const MemoryOption
         }
         read_into(baseline);
     }
-    for (const auto& m : measured) {
-        std::printf("process=%s pid=%d rss_kib=%.0f pss_kib=%.0f\n", m.name.c_str(), m.pid,
-                    median_of(m.rss_kib), median_of(m.pss_kib));
-    }
     const double base_rss = median_of(baseline.rss_kib);
     const double base_pss = median_of(baseline.pss_kib);
     std::printf("baseline=/bin/sleep rss_kib=%.0f pss_kib=%.0f\n", base_rss, base_pss);
+    for (const auto& m : measured) {
+        const double rss = median_of(m.rss_kib);
+        const double pss = median_of(m.pss_kib);
+        std::printf(
+            "process=%s pid=%d rss_kib=%.0f pss_kib=%.0f rss_vs_baseline=%.2f "
+            "pss_vs_baseline=%.2f\n",
+            m.name.c_str(), m.pid, rss, pss, ratio(rss, base_rss), ratio(pss, base_pss));
+    }
     // The first worker (there is one guest).
     const Measured& worker = measured[2];
     const double worker_rss = median_of(worker.rss_kib);
