@@ -17,26 +17,30 @@ void FaultRelay::set_callback(GpuSession::QueueLost callback) {
 void FaultRelay::add(QueueId queue, Handle handle) noexcept {
     std::lock_guard lock(mutex_);
     if (live_.size() < live_.capacity()) {
-        live_.emplace_back(queue, handle);
+        live_.push_back(Live{queue, handle, false});
     }
 }
 
-void FaultRelay::remove(QueueId queue) noexcept {
+bool FaultRelay::remove(QueueId queue) noexcept {
     std::lock_guard lock(mutex_);
     auto it = std::find_if(live_.begin(), live_.end(),
-                           [queue](const auto& entry) { return entry.first == queue; });
-    if (it != live_.end()) {
-        *it = live_.back();
-        live_.pop_back();
+                           [queue](const Live& entry) { return entry.queue == queue; });
+    if (it == live_.end()) {
+        return true;
     }
+    const bool unreported = !it->reported;
+    *it = live_.back();
+    live_.pop_back();
+    return unreported;
 }
 
 void FaultRelay::on_fault(const GpuFault& fault) noexcept {
     std::lock_guard lock(mutex_);
     auto it = std::find_if(live_.begin(), live_.end(),
-                           [&fault](const auto& entry) { return entry.first == fault.queue; });
-    if (it != live_.end()) {
-        call(it->second, fault.address);
+                           [&fault](const Live& entry) { return entry.queue == fault.queue; });
+    if (it != live_.end() && !it->reported) {
+        it->reported = true;
+        call(it->handle, fault.address);
     }
 }
 

@@ -1,4 +1,5 @@
-// GpuSession: construction, lookups, stats. The operations live in session_*.cpp.
+// GpuSession: construction, lookups, the questions the backend's checks ask, stats. The
+// operations live in session_*.cpp.
 #include <algorithm>
 
 #include "session_impl.hpp"
@@ -6,6 +7,23 @@
 namespace xenhsa::hsa {
 
 namespace {
+
+using detail::kNoSlot;
+using detail::MemKind;
+using detail::MemObj;
+using detail::QueueObj;
+
+constexpr uint64_t kPointerSize = 8;
+
+bool overlaps(Va a, uint64_t a_size, Va b, uint64_t b_size) noexcept {
+    return a < b + b_size && b < a + a_size;
+}
+
+// Whether `f(va, size)` holds for the ring or a pointer of the queue.
+template <class F>
+bool any_queue_range(const QueueObj& q, F&& f) noexcept {
+    return f(q.ring, q.ring_size) || f(q.rptr, kPointerSize) || f(q.wptr, kPointerSize);
+}
 
 // Makes a handle table allocation-free from now on: fill every slot once and empty it
 // again, so that the slot vector and the free list both hold `capacity` entries.
@@ -70,6 +88,66 @@ uint32_t GpuSession::Impl::queue_memory(Va va, uint64_t len, uint32_t node) cons
     return found;
 }
 
+bool GpuSession::Impl::queue_touches(const QueueObj& queue, Va va, uint64_t len) const noexcept {
+    if (any_queue_range(queue, [&](Va r, uint64_t rs) { return overlaps(r, rs, va, len); })) {
+        return true;
+    }
+    bool held = false;
+    mems.for_each([&](uint32_t, const MemObj& mem) {
+        if (held || !overlaps(mem.va, mem.size, va, len)) {
+            return;
+        }
+        held = any_queue_range(
+            queue, [&](Va r, uint64_t rs) { return overlaps(r, rs, mem.va, mem.size); });
+    });
+    return held;
+}
+
+std::optional<MemoryInfo> GpuSession::memory(Handle h) const noexcept {
+    const uint32_t slot = impl_->mem_slot(h);
+    if (slot == kNoSlot) {
+        return std::nullopt;
+    }
+    const MemObj& mem = impl_->mems[slot];
+    return MemoryInfo{mem.va, mem.size, mem.kind == MemKind::alloc,
+                      mem.mapped() && !mem.unmap_deferred};
+}
+
+bool GpuSession::event_live(Handle h) const noexcept { return impl_->events.find(h) != nullptr; }
+
+bool GpuSession::queue_live(Handle h) const noexcept { return impl_->queues.find(h) != nullptr; }
+
+bool GpuSession::has_queues() const noexcept { return impl_->queues.size() != 0; }
+
+bool GpuSession::queue_range_free(Va va, uint64_t size, uint32_t node) const noexcept {
+    if (impl_->queue_memory(va, size, node) == kNoSlot) {
+        return false;
+    }
+    bool used = false;
+    impl_->queues.for_each([&](Handle, const QueueObj& queue) {
+        used = used ||
+               any_queue_range(queue, [&](Va r, uint64_t rs) { return overlaps(r, rs, va, size); });
+    });
+    return !used;
+}
+
+bool GpuSession::range_held(Va va, uint64_t size) const noexcept {
+    bool held = false;
+    impl_->queues.for_each([&](Handle, const QueueObj& queue) {
+        held = held || impl_->queue_touches(queue, va, size);
+    });
+    return held;
+}
+
+bool GpuSession::pinned(Va va, uint64_t size) const noexcept {
+    bool found = false;
+    impl_->mems.for_each([&](uint32_t, const MemObj& mem) {
+        found = found || (mem.kind == MemKind::pin && mem.handle != 0 &&
+                          overlaps(mem.va, mem.size, va, size));
+    });
+    return found;
+}
+
 void GpuSession::set_limits(const SessionLimits& wanted) noexcept {
     Impl& s = *impl_;
     s.limits.max_handles = std::min(wanted.max_handles, s.capacity.max_handles);
@@ -86,6 +164,7 @@ GpuSession::GpuSession(KfdDevice& device, SessionLimits limits)
 }
 
 GpuSession::~GpuSession() {
+    impl_->relay->set_callback({});  // a session going away reports nothing
     teardown();
     impl_->device.set_fault_handler({});
 }

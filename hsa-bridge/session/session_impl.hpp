@@ -60,6 +60,10 @@ struct EventObj {
 struct QueueObj {
     QueueId id = 0;
     uint32_t doorbell = 0;
+    Va ring = 0;
+    uint64_t ring_size = 0;
+    Va rptr = 0;
+    Va wptr = 0;
     std::array<uint32_t, 3> mems{kNoSlot, kNoSlot, kNoSlot};  // distinct MemObj slots
     uint32_t error_event = kNoSlot;                           // EventObj slot
 };
@@ -84,6 +88,7 @@ struct GpuSession::Impl {
     // doorbell index -> the queue behind it (0: free)
     std::array<QueueId, XENHSA_DOORBELLS_PER_PAGE> doorbell_queue{};
     std::array<bool, XENHSA_DOORBELLS_PER_PAGE> doorbell_used{};
+    std::array<uint64_t, XENHSA_DOORBELLS_PER_PAGE> doorbell_seen{};  // forward_doorbells()
 
     std::vector<Handle> scratch_queues;  // reserved: capacity.max_queues
 
@@ -99,18 +104,26 @@ struct GpuSession::Impl {
     [[nodiscard]] uint32_t mem_slot(Handle h) const noexcept;
     // The live (guest-named), GPU-mapped memory on `node` holding [va, va + len), or kNoSlot.
     [[nodiscard]] uint32_t queue_memory(Va va, uint64_t len, uint32_t node) const noexcept;
+    // The queue uses [va, va + len) as its ring or a pointer, or holds memory that
+    // overlaps it (memory its ring or a pointer lies in).
+    [[nodiscard]] bool queue_touches(const detail::QueueObj& queue, Va va,
+                                     uint64_t len) const noexcept;
 
-    // UNPIN and FREE (session_memory.cpp).
-    Result<void> release_memory(HandleTable<uint32_t>& table, Handle h);
+    // UNPIN and FREE (session_memory.cpp); `freed` null for UNPIN.
+    Result<void> release_memory(HandleTable<uint32_t>& table, Handle h, FreedAllocs* freed);
 
-    // --- release steps; device failures abort (fatal.hpp)
-    void stop_queue(const detail::QueueObj& queue) noexcept;  // destroy in the device
+    // --- release steps; device failures abort (fatal.hpp). `freed` is told of the ALLOCs
+    // released (null: teardown, after which the caller takes every ALLOC range back).
+    // Destroys the queue in the device; returns whether its loss is still unreported (a
+    // queue that faulted was reported then).
+    bool stop_queue(const detail::QueueObj& queue) noexcept;
     void drop_refs(const detail::QueueObj& queue) noexcept;
-    void settle_event(uint32_t slot) noexcept;    // deferred destroy, once unreferenced
-    void settle_unmap(uint32_t slot) noexcept;    // deferred GPU unmap, once unreferenced
-    void settle_release(uint32_t slot) noexcept;  // deferred unpin/free, once unreferenced
+    void settle_event(uint32_t slot) noexcept;  // deferred destroy, once unreferenced
+    void settle_unmap(uint32_t slot) noexcept;  // deferred GPU unmap, once unreferenced
+    // Deferred unpin/free, once unreferenced.
+    void settle_release(uint32_t slot, FreedAllocs* freed) noexcept;
     void unmap_now(uint32_t slot) noexcept;
-    void release_now(uint32_t slot) noexcept;  // device release + handle + pool slot
+    void release_now(uint32_t slot, FreedAllocs* freed) noexcept;  // device + handle + slot
     void destroy_event_now(uint32_t slot) noexcept;
 };
 

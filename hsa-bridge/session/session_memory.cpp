@@ -111,7 +111,8 @@ Result<Handle> GpuSession::alloc(Va va, uint64_t size, uint32_t node, uint32_t f
 }
 
 // UNPIN and FREE: at once, or deferred while a live queue holds the memory.
-Result<void> GpuSession::Impl::release_memory(HandleTable<uint32_t>& table, Handle h) {
+Result<void> GpuSession::Impl::release_memory(HandleTable<uint32_t>& table, Handle h,
+                                              FreedAllocs* freed) {
     Impl& s = *this;
     const uint32_t* found = table.find(h);
     if (found == nullptr) {
@@ -137,14 +138,21 @@ Result<void> GpuSession::Impl::release_memory(HandleTable<uint32_t>& table, Hand
         s.pinned_pages -= mem.size / detail::kPage;
     } else {
         s.alloc_bytes -= mem.size;
+        if (freed != nullptr) {
+            freed->alloc_freed(mem.va, mem.size);
+        }
     }
     s.mems.release(slot);
     return boost::outcome_v2::success();
 }
 
-Result<void> GpuSession::unpin(Handle pin) { return impl_->release_memory(impl_->pins, pin); }
+Result<void> GpuSession::unpin(Handle pin) {
+    return impl_->release_memory(impl_->pins, pin, nullptr);
+}
 
-Result<void> GpuSession::free(Handle alloc) { return impl_->release_memory(impl_->allocs, alloc); }
+Result<void> GpuSession::free(Handle alloc, FreedAllocs& freed) {
+    return impl_->release_memory(impl_->allocs, alloc, &freed);
+}
 
 Result<Va> GpuSession::map_to_gpu(Handle memory, uint64_t node_mask, uint32_t flags) {
     Impl& s = *impl_;

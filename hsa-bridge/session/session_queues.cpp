@@ -65,6 +65,10 @@ Result<GpuSession::QueueCreated> GpuSession::create_queue(const xenhsa_queue_cre
     if (ring == detail::kNoSlot || rptr == detail::kNoSlot || wptr == detail::kNoSlot) {
         return errc(std::errc::bad_address);
     }
+    queue.ring = req.ring_va;
+    queue.ring_size = req.ring_size;
+    queue.rptr = req.rptr_va;
+    queue.wptr = req.wptr_va;
     queue.mems[0] = ring;
     queue.mems[1] = rptr != ring ? rptr : detail::kNoSlot;
     queue.mems[2] = wptr != ring && wptr != rptr ? wptr : detail::kNoSlot;
@@ -112,11 +116,13 @@ Result<GpuSession::QueueCreated> GpuSession::create_queue(const xenhsa_queue_cre
     }
     s.doorbell_used[doorbell] = true;
     s.doorbell_queue[doorbell] = queue.id;
+    // The caller clears the slot of the guest's page: any value the new queue writes is news.
+    s.doorbell_seen[doorbell] = 0;
     s.relay->add(queue.id, *handle);
     return QueueCreated{*handle, doorbell};
 }
 
-Result<void> GpuSession::destroy_queue(Handle queue) {
+Result<void> GpuSession::destroy_queue(Handle queue, FreedAllocs& freed) {
     Impl& s = *impl_;
     auto erased = s.queues.erase(queue);
     if (!erased) {
@@ -124,7 +130,7 @@ Result<void> GpuSession::destroy_queue(Handle queue) {
     }
     const detail::QueueObj& q = *erased;
     // Only this queue's deferred releases run, in teardown order.
-    s.stop_queue(q);
+    (void)s.stop_queue(q);  // the guest asked: not a loss
     s.drop_refs(q);
     if (q.error_event != detail::kNoSlot) {
         s.settle_event(q.error_event);
@@ -136,7 +142,7 @@ Result<void> GpuSession::destroy_queue(Handle queue) {
     }
     for (uint32_t mem : q.mems) {
         if (mem != detail::kNoSlot) {
-            s.settle_release(mem);
+            s.settle_release(mem, &freed);
         }
     }
     return boost::outcome_v2::success();
@@ -149,6 +155,24 @@ void GpuSession::doorbell(uint32_t index, uint64_t value) noexcept {
     }
     // A failure means the queue stopped (it faulted); the fault path reports that.
     (void)s.device.ring_doorbell(s.doorbell_queue[index], value);
+}
+
+uint32_t GpuSession::forward_doorbells(const xenhsa_doorbell_page& page) noexcept {
+    Impl& s = *impl_;
+    uint32_t forwarded = 0;
+    for (uint32_t index = 0; index < XENHSA_DOORBELLS_PER_PAGE; ++index) {
+        if (!s.doorbell_used[index]) {
+            continue;
+        }
+        // One read of the guest-written slot; only a hint that the write index moved.
+        const uint64_t value = __atomic_load_n(&page.doorbell[index], __ATOMIC_ACQUIRE);
+        if (value != s.doorbell_seen[index]) {
+            s.doorbell_seen[index] = value;
+            doorbell(index, value);
+            ++forwarded;
+        }
+    }
+    return forwarded;
 }
 
 bool GpuSession::supports_queue_type(uint32_t type) noexcept {

@@ -12,13 +12,14 @@ using detail::MemKind;
 using detail::MemObj;
 using detail::QueueObj;
 
-void GpuSession::Impl::stop_queue(const QueueObj& queue) noexcept {
-    relay->remove(queue.id);
+bool GpuSession::Impl::stop_queue(const QueueObj& queue) noexcept {
+    const bool unreported = relay->remove(queue.id);
     doorbell_used[queue.doorbell] = false;
     doorbell_queue[queue.doorbell] = 0;
     if (auto r = device.destroy_queue(queue.id); !r) {
         detail::fatal("destroy queue", queue.id, r.error());
     }
+    return unreported;
 }
 
 void GpuSession::Impl::drop_refs(const QueueObj& queue) noexcept {
@@ -69,7 +70,7 @@ void GpuSession::Impl::settle_unmap(uint32_t slot) noexcept {
     }
 }
 
-void GpuSession::Impl::release_now(uint32_t slot) noexcept {
+void GpuSession::Impl::release_now(uint32_t slot, FreedAllocs* freed) noexcept {
     MemObj& mem = mems[slot];
     if (mem.mapped()) {
         unmap_now(slot);
@@ -90,17 +91,20 @@ void GpuSession::Impl::release_now(uint32_t slot) noexcept {
         if (mem.handle != 0) {
             allocs.erase(mem.handle);
         }
+        if (freed != nullptr) {
+            freed->alloc_freed(mem.va, mem.size);
+        }
     }
     mems.release(slot);
 }
 
-void GpuSession::Impl::settle_release(uint32_t slot) noexcept {
+void GpuSession::Impl::settle_release(uint32_t slot, FreedAllocs* freed) noexcept {
     if (mems.live(slot) && mems[slot].queue_refs == 0 && mems[slot].handle == 0) {
-        release_now(slot);
+        release_now(slot, freed);
     }
 }
 
-void GpuSession::revoke_range(Va va, uint64_t size) noexcept {
+void GpuSession::revoke_range(Va va, uint64_t size, FreedAllocs& freed) noexcept {
     Impl& s = *impl_;
     if (size == 0) {
         return;
@@ -127,9 +131,11 @@ void GpuSession::revoke_range(Va va, uint64_t size) noexcept {
     });
     for (Handle h : s.scratch_queues) {
         const QueueObj queue = *s.queues.erase(h);
-        s.stop_queue(queue);
+        const bool unreported = s.stop_queue(queue);
         s.drop_refs(queue);
-        s.relay->report(h, 0);
+        if (unreported) {
+            s.relay->report(h, 0);
+        }
     }
     // 2. error events whose guest handle went while those queues held them
     s.evs.for_each([&](uint32_t slot, EventObj&) { s.settle_event(slot); });
@@ -144,9 +150,9 @@ void GpuSession::revoke_range(Va va, uint64_t size) noexcept {
     // 4. the memory itself; its handles go stale
     s.mems.for_each([&](uint32_t slot, MemObj& mem) {
         if (mem.marked) {
-            s.release_now(slot);
+            s.release_now(slot, &freed);
         } else {
-            s.settle_release(slot);
+            s.settle_release(slot, &freed);
         }
     });
 }
@@ -162,7 +168,9 @@ void GpuSession::teardown() noexcept {
     s.queues.for_each([&](Handle h, QueueObj&) { s.scratch_queues.push_back(h); });
     for (Handle h : s.scratch_queues) {
         const QueueObj queue = *s.queues.erase(h);
-        s.stop_queue(queue);
+        if (s.stop_queue(queue)) {
+            s.relay->report(h, 0);
+        }
         for (uint32_t mem : queue.mems) {
             if (mem != kNoSlot) {
                 s.mems[mem].marked = true;
@@ -182,10 +190,11 @@ void GpuSession::teardown() noexcept {
     // 4. queue memory, 5. all other memory
     s.mems.for_each([&](uint32_t slot, MemObj& mem) {
         if (mem.marked) {
-            s.release_now(slot);
+            s.release_now(slot, nullptr);
         }
     });
-    s.mems.for_each([&](uint32_t slot, MemObj&) { s.release_now(slot); });
+    s.mems.for_each([&](uint32_t slot, MemObj&) { s.release_now(slot, nullptr); });
+    s.doorbell_seen.fill(0);
 }
 
 }  // namespace xenhsa::hsa

@@ -256,10 +256,7 @@ void MapRevoke::revoke_map_entry(std::map<uint64_t, MapEntry>::iterator it) noex
     const uint64_t size = e.size();
     // 1-3: the GPU half (queues using the range, GPU mapping, registration).
     if (seams_.gpu != nullptr) {
-        seams_.gpu->revoke_range(va, size);
-    }
-    if (observer_ != nullptr) {
-        observer_->gpu_range_revoked(va, size);
+        seams_.gpu->revoke_range(va, size, window_);
     }
     // 4: the grants.
     e.mapping.reset();

@@ -47,7 +47,6 @@ Session::Session(boost::asio::io_context& io, const SessionSeams& seams,
       topology_(seams.gpu != nullptr ? &seams.gpu->device() : nullptr),
       gate_(std::make_shared<Gate>()),
       doorbell_page_(options.doorbell_page) {
-    map_revoke_.set_observer(this);
     const std::size_t lost_capacity = 2 * std::size_t{quotas_.max_queues} + 16;
     gate_->lost.reserve(lost_capacity);
     gate_->draining.reserve(lost_capacity);
@@ -88,7 +87,6 @@ Session::~Session() {
     if (seams_.gpu != nullptr) {
         seams_.gpu->on_queue_lost({});
     }
-    map_revoke_.set_observer(nullptr);
 }
 
 uint32_t Session::max_in_flight() const noexcept {
@@ -212,7 +210,9 @@ Session::Reply_ Session::dispatch(const xenhsa_req_slot& copy, ReplySink& sink) 
 }
 
 bool Session::revoke_handle(hsa::Handle handle) noexcept {
-    return map_revoke_.revoke_handle(handle);
+    const bool revoked = map_revoke_.revoke_handle(handle);
+    drain_lost_queues();  // the queues the revoke took
+    return revoked;
 }
 
 void Session::revoke_all(bool session_end) noexcept {
@@ -220,27 +220,17 @@ void Session::revoke_all(bool session_end) noexcept {
         // Pending waits end without a response; their completions find nothing.
         ending_ = true;
         waits_.clear();
-    } else {
-        // The connection stays up: the guest learns that its queues are gone.
-        gpu_objects_.for_each_queue([this](hsa::Handle h, GpuObjects::Queue& q) {
-            if (!q.notified) {
-                q.notified = true;
-                (void)notify_.post(NotifyProducer::gpu_fault(h, 0));
-            }
-        });
     }
-    // §5.20: queues, events, GPU mappings, queue memory, other memory ...
+    // §5.20: queues, events, GPU mappings, queue memory, other memory (with the
+    // connection up, the guest learns that its queues are gone) ...
     if (seams_.gpu != nullptr) {
         seams_.gpu->teardown();
     }
     drain_lost_queues();
     // ... then grant unmaps and unsharing (the GPU half is gone already) ...
-    gpu_torn_down_ = true;
     map_revoke_.revoke_all(session_end);
-    gpu_torn_down_ = false;
     // ... and the allocations' VA ranges last.
-    gpu_objects_.clear([this](const GpuObjects::Memory& m) { window_.release(m.va, m.size); });
-    doorbell_seen_.fill(0);
+    window_.release_all(RangeKind::alloc);
 }
 
 uint32_t Session::enforce_quotas(const Quotas& quotas) noexcept {
@@ -249,7 +239,10 @@ uint32_t Session::enforce_quotas(const Quotas& quotas) noexcept {
     if (seams_.gpu != nullptr) {
         seams_.gpu->set_limits(gpu_limits(quotas_, ring_slots_));
     }
-    return map_revoke_.revoke_over_quota(quotas_.max_map_pages, quotas_.max_lend_pages);
+    const uint32_t revoked =
+        map_revoke_.revoke_over_quota(quotas_.max_map_pages, quotas_.max_lend_pages);
+    drain_lost_queues();  // the queues the revokes took
+    return revoked;
 }
 
 Stats Session::stats() const noexcept {
@@ -268,12 +261,12 @@ Stats Session::stats() const noexcept {
     return s;
 }
 
-bool Session::has_queues() const noexcept { return gpu_objects_.queue_count() != 0; }
+bool Session::has_queues() const noexcept {
+    return seams_.gpu != nullptr && seams_.gpu->has_queues();
+}
 
-void Session::release_freed(const GpuObjects::Memory& m) noexcept {
-    if (m.alloc) {
-        window_.release(m.va, m.size);
-    }
+bool Session::range_held(uint64_t va, uint64_t size) const noexcept {
+    return seams_.gpu != nullptr && seams_.gpu->range_held(va, size);
 }
 
 void Session::drain_lost_queues() noexcept {
@@ -281,37 +274,14 @@ void Session::drain_lost_queues() noexcept {
         std::lock_guard<std::mutex> hold(gate_->lock);
         gate_->lost.swap(gate_->draining);  // both allocated once: no allocation
     }
+    // GpuSession reports each queue once. Address 0 is a queue it destroyed (revoke,
+    // teardown); a fault's queue the guest destroyed meanwhile is not news to the guest.
     for (const auto& [queue, address] : gate_->draining) {
-        GpuObjects::Queue* q = gpu_objects_.queue(queue);
-        if (q != nullptr && !q->notified && !ending_) {
-            q->notified = true;
+        if (!ending_ && (address == 0 || seams_.gpu->queue_live(queue))) {
             (void)notify_.post(NotifyProducer::gpu_fault(queue, address));
         }
     }
     gate_->draining.clear();
-}
-
-void Session::gpu_range_revoked(uint64_t va, uint64_t size) noexcept {
-    if (gpu_torn_down_) {
-        return;  // revoke_all: the books are cleared as a whole afterwards
-    }
-    drain_lost_queues();
-    gpu_objects_.range_revoked(
-        va, size,
-        [this](hsa::Handle h, GpuObjects::Queue& q) {
-            // The queue lost its memory and is gone: tell the guest once.
-            if (!q.notified && !ending_) {
-                q.notified = true;
-                (void)notify_.post(NotifyProducer::gpu_fault(h, 0));
-            }
-        },
-        [this](const GpuObjects::Memory& m) { release_freed(m); });
-}
-
-void Session::queue_gone(hsa::Handle queue) noexcept {
-    gpu_objects_.remove_queue(queue, [this](const GpuObjects::Memory& m) { release_freed(m); });
-    map_revoke_.release_deferred(
-        [this](uint64_t va, uint64_t size) { return gpu_objects_.range_held(va, size); });
 }
 
 }  // namespace xenhsa::backend::core

@@ -1,6 +1,7 @@
 // The GPU commands (docs/protocol.md §5.7-5.16), forwarded to GpuSession after the
-// checks that are the backend's: handles (its books), address coverage, host nodes and
-// the handle quota, in the documented order. The GPU feature was checked by gate_check.
+// checks that are the backend's: handles (asked of GpuSession, which alone keeps them),
+// address coverage, host nodes and the handle quota, in the documented order. The GPU
+// feature was checked by gate_check.
 #include <xenhsa/backend/core/seam_status.hpp>
 #include <xenhsa/backend/core/session.hpp>
 
@@ -26,7 +27,6 @@ Reply Session::pin(const xenhsa_pin_req& req, uint32_t seqno) {
     if (!pinned) {
         return fail(seam_status(Seam::gpu, pinned.error()));
     }
-    gpu_objects_.add_memory(pinned.value(), GpuObjects::Memory{req.va, req.size, false, false, 0});
     xenhsa_handle_rsp rsp{};
     rsp.handle = pinned.value();
     return make_reply(XENHSA_CMD_PIN, seqno, XENHSA_STATUS_OK, rsp);
@@ -34,14 +34,13 @@ Reply Session::pin(const xenhsa_pin_req& req, uint32_t seqno) {
 
 Reply Session::unpin(const xenhsa_handle_req& req, uint32_t seqno) {
     const auto done = [&](uint32_t status) { return make_reply(XENHSA_CMD_UNPIN, seqno, status); };
-    const GpuObjects::Memory* m = gpu_objects_.live_memory(req.handle);
-    if (m == nullptr || m->alloc) {
+    const auto m = seams_.gpu->memory(req.handle);
+    if (!m || m->alloc) {
         return done(XENHSA_STATUS_BAD_HANDLE);
     }
     if (auto r = seams_.gpu->unpin(req.handle); !r) {
         return done(seam_status(Seam::gpu, r.error()));
     }
-    gpu_objects_.release_memory(req.handle);
     return done(XENHSA_STATUS_OK);
 }
 
@@ -49,8 +48,7 @@ Reply Session::map_to_gpu(const xenhsa_map_to_gpu_req& req, uint32_t seqno) {
     const auto fail = [&](uint32_t status) {
         return make_reply(XENHSA_CMD_MAP_TO_GPU, seqno, status);
     };
-    GpuObjects::Memory* m = gpu_objects_.live_memory(req.handle);
-    if (m == nullptr) {
+    if (!seams_.gpu->memory(req.handle)) {
         return fail(XENHSA_STATUS_BAD_HANDLE);
     }
     if ((req.node_mask & ~topology_.gpu_mask()) != 0) {
@@ -60,7 +58,6 @@ Reply Session::map_to_gpu(const xenhsa_map_to_gpu_req& req, uint32_t seqno) {
     if (!mapped) {
         return fail(seam_status(Seam::gpu, mapped.error()));
     }
-    m->gpu_nodes |= req.node_mask;
     xenhsa_map_to_gpu_rsp rsp{};
     rsp.gpu_va = mapped.value();
     return make_reply(XENHSA_CMD_MAP_TO_GPU, seqno, XENHSA_STATUS_OK, rsp);
@@ -70,17 +67,17 @@ Reply Session::unmap_from_gpu(const xenhsa_handle_req& req, uint32_t seqno) {
     const auto done = [&](uint32_t status) {
         return make_reply(XENHSA_CMD_UNMAP_FROM_GPU, seqno, status);
     };
-    GpuObjects::Memory* m = gpu_objects_.live_memory(req.handle);
-    if (m == nullptr) {
+    const auto m = seams_.gpu->memory(req.handle);
+    if (!m) {
         return done(XENHSA_STATUS_BAD_HANDLE);
     }
-    if (m->gpu_nodes == 0) {
+    if (!m->gpu_mapped) {
         return done(XENHSA_STATUS_BAD_STATE);
     }
+    // A live queue may keep the mapping until it goes; the guest sees it gone now.
     if (auto r = seams_.gpu->unmap_from_gpu(req.handle); !r) {
         return done(seam_status(Seam::gpu, r.error()));
     }
-    m->gpu_nodes = 0;  // as the guest sees it; a live queue may keep the mapping until it goes
     return done(XENHSA_STATUS_OK);
 }
 
@@ -115,7 +112,6 @@ Reply Session::alloc(const xenhsa_alloc_req& req, uint32_t seqno) {
         window_.release(va, req.size);
         return fail(seam_status(Seam::gpu, allocated.error()));
     }
-    gpu_objects_.add_memory(allocated.value(), GpuObjects::Memory{va, req.size, true, false, 0});
     xenhsa_alloc_rsp rsp{};
     rsp.handle = allocated.value();
     rsp.va = va;
@@ -124,17 +120,14 @@ Reply Session::alloc(const xenhsa_alloc_req& req, uint32_t seqno) {
 
 Reply Session::free(const xenhsa_handle_req& req, uint32_t seqno) {
     const auto done = [&](uint32_t status) { return make_reply(XENHSA_CMD_FREE, seqno, status); };
-    const GpuObjects::Memory* m = gpu_objects_.live_memory(req.handle);
-    if (m == nullptr || !m->alloc) {
+    const auto m = seams_.gpu->memory(req.handle);
+    if (!m || !m->alloc) {
         return done(XENHSA_STATUS_BAD_HANDLE);
     }
-    const uint64_t va = m->va;
-    const uint64_t size = m->size;
-    if (auto r = seams_.gpu->free(req.handle); !r) {
+    // The window takes the range back (PROT_NONE) once the device memory is gone: now, or
+    // when the last queue holding it goes.
+    if (auto r = seams_.gpu->free(req.handle, window_); !r) {
         return done(seam_status(Seam::gpu, r.error()));
-    }
-    if (gpu_objects_.release_memory(req.handle)) {
-        window_.release(va, size);  // the device memory is gone: PROT_NONE again
     }
     return done(XENHSA_STATUS_OK);
 }
@@ -147,7 +140,7 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
     if (req.type == XENHSA_QUEUE_SDMA && (features_ & XENHSA_FEATURE_SDMA) == 0) {
         return fail(XENHSA_STATUS_UNSUPPORTED);
     }
-    if (req.error_event != 0 && !gpu_objects_.event_live(req.error_event)) {
+    if (req.error_event != 0 && !seams_.gpu->event_live(req.error_event)) {
         return fail(XENHSA_STATUS_BAD_HANDLE);
     }
     const struct {
@@ -160,8 +153,7 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
             return fail(XENHSA_STATUS_REVOKED);
         }
         // A live queue's memory is its own: two queues never share a ring or a pointer.
-        if (!gpu_objects_.gpu_mapped_on(r.va, r.size, req.node) ||
-            gpu_objects_.queue_uses(r.va, r.size)) {
+        if (!seams_.gpu->queue_range_free(r.va, r.size, req.node)) {
             return fail(XENHSA_STATUS_BAD_ADDRESS);
         }
     }
@@ -176,17 +168,12 @@ Reply Session::queue_create(const xenhsa_queue_create_req& req, uint32_t seqno) 
         return fail(seam_status(Seam::gpu, created.error()));
     }
     const hsa::GpuSession::QueueCreated q = created.value();
-    gpu_objects_.add_queue(q.handle, GpuObjects::Queue{req.ring_va, req.ring_size, req.rptr_va,
-                                                       req.wptr_va, q.doorbell_index, false});
-    if (q.doorbell_index < doorbell_seen_.size()) {
+    if (q.doorbell_index < XENHSA_DOORBELLS_PER_PAGE && doorbell_page_ != nullptr) {
         // The slot may still hold what a destroyed queue left there, and the new queue's
         // first value may equal it: clear it, so that any value it writes is news. The
         // guest learns the index from this answer, so it cannot have rung it yet.
-        if (doorbell_page_ != nullptr) {
-            __atomic_store_n(&doorbell_page_->doorbell[q.doorbell_index], uint64_t{0},
-                             __ATOMIC_RELEASE);
-        }
-        doorbell_seen_[q.doorbell_index] = 0;
+        __atomic_store_n(&doorbell_page_->doorbell[q.doorbell_index], uint64_t{0},
+                         __ATOMIC_RELEASE);
     }
     xenhsa_queue_create_rsp rsp{};
     rsp.handle = q.handle;
@@ -198,14 +185,16 @@ Reply Session::queue_destroy(const xenhsa_handle_req& req, uint32_t seqno) {
     const auto done = [&](uint32_t status) {
         return make_reply(XENHSA_CMD_QUEUE_DESTROY, seqno, status);
     };
-    if (gpu_objects_.queue(req.handle) == nullptr) {
+    if (!seams_.gpu->queue_live(req.handle)) {
         return done(XENHSA_STATUS_BAD_HANDLE);
     }
-    if (auto r = seams_.gpu->destroy_queue(req.handle); !r) {
+    // The releases deferred because of this queue (the device's, then the UNMAPs'), then
+    // the OK (§5.14).
+    if (auto r = seams_.gpu->destroy_queue(req.handle, window_); !r) {
         return done(seam_status(Seam::gpu, r.error()));
     }
-    // The releases deferred because of this queue, then the OK (§5.14).
-    queue_gone(req.handle);
+    map_revoke_.release_deferred(
+        [this](uint64_t va, uint64_t size) { return range_held(va, size); });
     return done(XENHSA_STATUS_OK);
 }
 
@@ -223,7 +212,6 @@ Reply Session::event_create(const xenhsa_event_create_req& req, uint32_t seqno) 
     if (!created) {
         return fail(seam_status(Seam::gpu, created.error()));
     }
-    gpu_objects_.add_event(created.value().handle);
     xenhsa_event_create_rsp rsp{};
     rsp.handle = created.value().handle;
     rsp.event_id = created.value().event_id;
@@ -235,7 +223,7 @@ Reply Session::event_create(const xenhsa_event_create_req& req, uint32_t seqno) 
 }
 
 Reply Session::event_op(uint32_t cmd, const xenhsa_handle_req& req, uint32_t seqno) {
-    if (!gpu_objects_.event_live(req.handle)) {
+    if (!seams_.gpu->event_live(req.handle)) {
         return make_reply(cmd, seqno, XENHSA_STATUS_BAD_HANDLE);
     }
     hsa::Result<void> r = cmd == XENHSA_CMD_EVENT_DESTROY ? seams_.gpu->destroy_event(req.handle)
@@ -244,9 +232,6 @@ Reply Session::event_op(uint32_t cmd, const xenhsa_handle_req& req, uint32_t seq
     if (!r) {
         return make_reply(cmd, seqno, seam_status(Seam::gpu, r.error()));
     }
-    if (cmd == XENHSA_CMD_EVENT_DESTROY) {
-        gpu_objects_.remove_event(req.handle);
-    }
     return make_reply(cmd, seqno, XENHSA_STATUS_OK);
 }
 
@@ -254,19 +239,7 @@ uint32_t Session::doorbells(const xenhsa_doorbell_page& page) noexcept {
     if (seams_.gpu == nullptr) {
         return 0;
     }
-    uint32_t forwarded = 0;
-    gpu_objects_.for_each_queue([&](hsa::Handle, const GpuObjects::Queue& q) {
-        if (q.doorbell >= XENHSA_DOORBELLS_PER_PAGE) {
-            return;
-        }
-        // One read of the guest-written slot; only a hint that the write index moved.
-        const uint64_t value = __atomic_load_n(&page.doorbell[q.doorbell], __ATOMIC_ACQUIRE);
-        if (value != doorbell_seen_[q.doorbell]) {
-            doorbell_seen_[q.doorbell] = value;
-            seams_.gpu->doorbell(q.doorbell, value);
-            ++forwarded;
-        }
-    });
+    const uint32_t forwarded = seams_.gpu->forward_doorbells(page);
     doorbells_forwarded_ += forwarded;
     return forwarded;
 }

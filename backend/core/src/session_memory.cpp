@@ -36,12 +36,12 @@ Reply Session::unmap(const xenhsa_handle_req& req, uint32_t seqno) {
         return done(XENHSA_STATUS_BAD_HANDLE);
     }
     const auto [va, size] = *range;
-    if (gpu_objects_.range_held(va, size)) {
+    if (range_held(va, size)) {
         // A live queue uses this memory: OK now, unmapped after QUEUE_DESTROY (§5.20).
         map_revoke_.defer_unmap(req.handle);
         return done(XENHSA_STATUS_OK);
     }
-    if (gpu_objects_.pinned(va, size)) {
+    if (seams_.gpu != nullptr && seams_.gpu->pinned(va, size)) {
         return done(XENHSA_STATUS_BAD_STATE);
     }
     map_revoke_.unmap(req.handle);

@@ -16,7 +16,7 @@ Session::Reply_ Session::event_wait(const xenhsa_event_wait_req& req, uint32_t s
         return make_reply(XENHSA_CMD_EVENT_WAIT, seqno, status);
     };
     for (uint32_t i = 0; i < req.count; ++i) {
-        if (!gpu_objects_.event_live(req.event[i])) {
+        if (!seams_.gpu->event_live(req.event[i])) {
             return fail(XENHSA_STATUS_BAD_HANDLE);
         }
     }

@@ -24,4 +24,8 @@ void VaWindow::release(uint64_t va, uint64_t size) noexcept {
     reservation_.rereserve(va, size);
 }
 
+void VaWindow::release_all(RangeKind kind) noexcept {
+    ranges_.release_all(kind, [this](const Range& r) { reservation_.rereserve(r.va, r.size); });
+}
+
 }  // namespace xenhsa::backend::core

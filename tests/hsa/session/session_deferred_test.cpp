@@ -21,7 +21,7 @@ protected:
         return GetParam() == MemoryKind::pinned ? Op::deregister_user : Op::free;
     }
     Result<void> release(Handle h) {
-        return GetParam() == MemoryKind::pinned ? session->unpin(h) : session->free(h);
+        return GetParam() == MemoryKind::pinned ? session->unpin(h) : session->free(h, freed);
     }
     void build() {
         if (GetParam() == MemoryKind::pinned) {
@@ -63,7 +63,7 @@ TEST_P(DeferredTest, MemoryReleasedBeforeTheQueueIsDeferredThenReleased) {
     EXPECT_EQ(session->map_to_gpu(ptrs, kGpuMask, 0).error(), ebadf());
     EXPECT_TRUE(device.mapped(ring_va));
 
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     const auto calls = device.calls();
     ASSERT_EQ(calls.size(), 5u);
     EXPECT_EQ(calls[0].op, Op::destroy_queue);
@@ -83,12 +83,12 @@ TEST_P(DeferredTest, BothFreeOrdersEndInTheSameDeviceCalls) {
     ASSERT_TRUE(session->unmap_from_gpu(ptrs));
     ASSERT_TRUE(release(ptrs));
     ASSERT_TRUE(release(ring));
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     const auto memory_first = sorted_calls();
     EXPECT_EQ(device.live_objects(), 0u);
 
     build();
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     ASSERT_TRUE(session->unmap_from_gpu(ring));
     ASSERT_TRUE(session->unmap_from_gpu(ptrs));
     ASSERT_TRUE(release(ptrs));
@@ -108,7 +108,7 @@ TEST_P(DeferredTest, ADeferredUnmapKeepsTheMemoryUsable) {
     // A queue cannot be built on memory the guest unmapped.
     EXPECT_EQ(session->create_queue(queue_req(ring_va, ptr_va)).error(), efault());
 
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     EXPECT_EQ(device.calls_of(Op::unmap_from_gpu), std::vector<uint64_t>{ring_va});
     EXPECT_EQ(session->stats().deferred, 0u);
     // The handle lived on: mapping and releasing it works normally.
@@ -126,7 +126,7 @@ TEST_P(DeferredTest, MappingAgainCancelsADeferredUnmap) {
     EXPECT_EQ(session->map_to_gpu(ring, kGpuMask | 1, 0).error(), ebusy());  // another mapping
     ASSERT_TRUE(session->map_to_gpu(ring, kGpuMask, 0));
     EXPECT_EQ(session->stats().deferred, 0u);
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     EXPECT_EQ(device.calls_of(Op::unmap_from_gpu), std::vector<uint64_t>{});
     EXPECT_TRUE(device.mapped(ring_va));
 }
@@ -139,10 +139,10 @@ TEST_P(DeferredTest, SharedMemoryIsReleasedWithTheLastQueue) {
     ASSERT_TRUE(session->unmap_from_gpu(ptrs));
     ASSERT_TRUE(release(ring));
     ASSERT_TRUE(release(ptrs));
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     EXPECT_EQ(device.memory_objects(), 2u);
     EXPECT_EQ(session->stats().deferred, 2u);
-    ASSERT_TRUE(session->destroy_queue(q2));
+    ASSERT_TRUE(session->destroy_queue(q2, freed));
     EXPECT_EQ(device.live_objects(), 0u);
 }
 
@@ -155,7 +155,7 @@ TEST_P(DeferredTest, DeferredPagesStillCountAgainstTheQuota) {
         ASSERT_TRUE(release(ptrs));
         EXPECT_EQ(session->stats().pinned_pages, 3u);
         EXPECT_EQ(session->pin(area(5), kPage, 0).error(), edquot());
-        ASSERT_TRUE(session->destroy_queue(q));
+        ASSERT_TRUE(session->destroy_queue(q, freed));
         EXPECT_EQ(session->stats().pinned_pages, 2u);
         EXPECT_TRUE(session->pin(area(5), kPage, 0));
     } else {
@@ -166,7 +166,7 @@ TEST_P(DeferredTest, DeferredPagesStillCountAgainstTheQuota) {
         ASSERT_TRUE(release(ptrs));
         EXPECT_EQ(session->stats().alloc_bytes, 3 * kPage);
         EXPECT_EQ(session->alloc(area(5), kPage, kGpuNode, 0).error(), edquot());
-        ASSERT_TRUE(session->destroy_queue(q));
+        ASSERT_TRUE(session->destroy_queue(q, freed));
         EXPECT_TRUE(session->alloc(area(5), kPage, kGpuNode, 0));
     }
 }
@@ -176,7 +176,7 @@ TEST_P(DeferredTest, TheReleasedRangeCannotBeReusedUntilTheQueueGoes) {
     ASSERT_TRUE(release(ptrs));
     EXPECT_EQ(session->pin(ptr_va, kPage, 0).error(), ebusy());
     EXPECT_EQ(session->alloc(ptr_va, kPage, kGpuNode, 0).error(), ebusy());
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     EXPECT_TRUE(session->pin(ptr_va, kPage, 0));
 }
 
@@ -196,7 +196,7 @@ TEST_F(SessionTest, DestroyingAQueuesErrorEventIsDeferred) {
     EXPECT_TRUE(device.has_event(device_event));
     EXPECT_EQ(session->stats().deferred, 1u);
     EXPECT_EQ(session->stats().events, 0u);
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     EXPECT_FALSE(device.has_event(device_event));
     EXPECT_EQ(session->stats().deferred, 0u);
 }

@@ -10,6 +10,8 @@
 
 #include <cerrno>
 #include <memory>
+#include <utility>
+#include <vector>
 #include <xenhsa/hsa/gpu_session.hpp>
 
 #include "strict_fake_device.hpp"
@@ -43,6 +45,18 @@ inline xenhsa_queue_create_req queue_req(Va ring, Va pointers, Handle error_even
     req.error_event = error_event;
     return req;
 }
+
+// Where the session hands back ALLOC ranges whose device memory went (the window, in the
+// backend). Room is reserved: the revoke paths must not allocate.
+struct FreedLog final : FreedAllocs {
+    FreedLog() { ranges.reserve(64); }
+    void alloc_freed(Va va, uint64_t size) noexcept override {
+        if (ranges.size() < ranges.capacity()) {
+            ranges.emplace_back(va, size);
+        }
+    }
+    std::vector<std::pair<Va, uint64_t>> ranges;
+};
 
 class SessionTest : public ::testing::Test {
 protected:
@@ -93,6 +107,7 @@ protected:
     }
 
     StrictFakeDevice device;
+    FreedLog freed;
     std::unique_ptr<GpuSession> session;
 };
 

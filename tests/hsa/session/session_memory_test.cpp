@@ -30,7 +30,7 @@ TEST_F(SessionTest, AllocMapUnmapFree) {
     map(h);
     EXPECT_EQ(session->stats().alloc_bytes, 2 * kPage);
     ASSERT_TRUE(session->unmap_from_gpu(h));
-    ASSERT_TRUE(session->free(h));
+    ASSERT_TRUE(session->free(h, freed));
     EXPECT_EQ(device.calls_of(Op::free), std::vector<uint64_t>{area(0)});
     EXPECT_EQ(device.live_objects(), 0u);
     EXPECT_EQ(session->stats().alloc_bytes, 0u);
@@ -44,13 +44,13 @@ TEST_F(SessionTest, BusyObjectsAreRefused) {
     const Handle a = alloc(area(1));
     EXPECT_EQ(session->unmap_from_gpu(a).error(), ebusy());  // not mapped
     map(a);
-    EXPECT_EQ(session->free(a).error(), ebusy());
+    EXPECT_EQ(session->free(a, freed).error(), ebusy());
 
     // Both still work afterwards: the refusals changed nothing.
     ASSERT_TRUE(session->unmap_from_gpu(p));
     ASSERT_TRUE(session->unpin(p));
     ASSERT_TRUE(session->unmap_from_gpu(a));
-    ASSERT_TRUE(session->free(a));
+    ASSERT_TRUE(session->free(a, freed));
     EXPECT_EQ(device.live_objects(), 0u);
 }
 
@@ -110,10 +110,10 @@ TEST_F(SessionTest, ForgedStaleAndOtherKindHandlesAreEbadf) {
     }
     for (Handle h : bad) {
         EXPECT_EQ(session->unpin(h).error(), ebadf()) << h;
-        EXPECT_EQ(session->free(h).error(), ebadf()) << h;
+        EXPECT_EQ(session->free(h, freed).error(), ebadf()) << h;
         EXPECT_EQ(session->map_to_gpu(h, kGpuMask, 0).error(), ebadf()) << h;
         EXPECT_EQ(session->unmap_from_gpu(h).error(), ebadf()) << h;
-        EXPECT_EQ(session->destroy_queue(h).error(), ebadf()) << h;
+        EXPECT_EQ(session->destroy_queue(h, freed).error(), ebadf()) << h;
         EXPECT_EQ(session->destroy_event(h).error(), ebadf()) << h;
         EXPECT_EQ(session->set_event(h).error(), ebadf()) << h;
         EXPECT_EQ(session->reset_event(h).error(), ebadf()) << h;
@@ -123,11 +123,11 @@ TEST_F(SessionTest, ForgedStaleAndOtherKindHandlesAreEbadf) {
     EXPECT_EQ(session->unpin(a).error(), ebadf());
     EXPECT_EQ(session->unpin(e).error(), ebadf());
     EXPECT_EQ(session->unpin(q).error(), ebadf());
-    EXPECT_EQ(session->free(p).error(), ebadf());
+    EXPECT_EQ(session->free(p, freed).error(), ebadf());
     EXPECT_EQ(session->map_to_gpu(e, kGpuMask, 0).error(), ebadf());
     EXPECT_EQ(session->map_to_gpu(q, kGpuMask, 0).error(), ebadf());
-    EXPECT_EQ(session->destroy_queue(q_mem).error(), ebadf());
-    EXPECT_EQ(session->destroy_queue(e).error(), ebadf());
+    EXPECT_EQ(session->destroy_queue(q_mem, freed).error(), ebadf());
+    EXPECT_EQ(session->destroy_queue(e, freed).error(), ebadf());
     EXPECT_EQ(session->destroy_event(p).error(), ebadf());
     EXPECT_EQ(session->set_event(q).error(), ebadf());
     EXPECT_EQ(session->create_queue(queue_req(area(2), area(2) + 512, p)).error(), ebadf());
@@ -141,8 +141,8 @@ TEST_F(SessionTest, ForgedStaleAndOtherKindHandlesAreEbadf) {
     const Handle p2 = pin(area(0));
     EXPECT_NE(p2, p);
     EXPECT_EQ(session->unpin(p).error(), ebadf());
-    ASSERT_TRUE(session->destroy_queue(q));
-    EXPECT_EQ(session->destroy_queue(q).error(), ebadf());
+    ASSERT_TRUE(session->destroy_queue(q, freed));
+    EXPECT_EQ(session->destroy_queue(q, freed).error(), ebadf());
     ASSERT_TRUE(session->destroy_event(e));
     EXPECT_EQ(session->set_event(e).error(), ebadf());
 }
@@ -175,7 +175,7 @@ TEST_F(SessionTest, MemoryQuotas) {
     ASSERT_TRUE(session->create_event(ev));
     EXPECT_EQ(session->create_event(ev).error(), edquot());
     EXPECT_EQ(session->pin(area(3), kPage, 0).error(), edquot());
-    ASSERT_TRUE(session->free(a));
+    ASSERT_TRUE(session->free(a, freed));
     EXPECT_TRUE(session->pin(area(3), kPage, 0));
     EXPECT_EQ(session->stats().handles, 3u);
     (void)p;
@@ -200,8 +200,8 @@ TEST_F(SessionTest, DeviceErrorsPassThroughAndLeaveNothingBehind) {
 
     const Handle a = alloc(area(1));
     device.fail_next(Op::free, std::errc::io_error);
-    EXPECT_EQ(session->free(a).error(), errc(std::errc::io_error));
-    EXPECT_TRUE(session->free(a));  // the handle survived the failure
+    EXPECT_EQ(session->free(a, freed).error(), errc(std::errc::io_error));
+    EXPECT_TRUE(session->free(a, freed));  // the handle survived the failure
 }
 
 }  // namespace

@@ -124,7 +124,7 @@ TEST_F(SessionTest, DoorbellsAreDistinctAndForwardedToTheirQueue) {
     EXPECT_EQ(device.calls(), std::vector<Call>{}) << "unknown doorbells are ignored";
 
     // A destroyed queue's index stops working, and is handed out again.
-    ASSERT_TRUE(session->destroy_queue(a.handle));
+    ASSERT_TRUE(session->destroy_queue(a.handle, freed));
     device.clear_calls();
     session->doorbell(a.doorbell_index, 8);
     EXPECT_EQ(device.calls_of(Op::ring_doorbell), std::vector<uint64_t>{});
@@ -159,7 +159,7 @@ TEST_F(SessionTest, QueueAndEventQuotas) {
     const Handle q1 = queue(area(0), area(0) + 512).handle;
     queue(area(0), area(0) + 1024);
     EXPECT_EQ(session->create_queue(queue_req(area(0), area(0))).error(), edquot());
-    ASSERT_TRUE(session->destroy_queue(q1));
+    ASSERT_TRUE(session->destroy_queue(q1, freed));
     EXPECT_TRUE(session->create_queue(queue_req(area(0), area(0))));
 
     const Handle e1 = event();
@@ -244,7 +244,7 @@ TEST_F(SessionTest, DeviceFaultsAreReportedWithTheQueueHandle) {
     EXPECT_EQ(log.get(), (std::vector<std::pair<Handle, Va>>{{q, 0xbad000}}));
 
     device.inject_fault(id + 999, 0x1000);  // not a queue of this session
-    ASSERT_TRUE(session->destroy_queue(q));
+    ASSERT_TRUE(session->destroy_queue(q, freed));
     device.inject_fault(id, 0x2000);  // after destroy: dropped
     EXPECT_EQ(log.get().size(), 1u);
 }

@@ -51,6 +51,7 @@ public:
     Handle Event() { return event(); }
     Handle Queue(Va ring, Va ptrs, Handle ev = 0) { return queue(ring, ptrs, ev).handle; }
     GpuSession& S() { return *session; }
+    FreedLog& Freed() { return freed; }
 };
 
 std::vector<std::function<std::set<Va>(TeardownOrder&)>> scenarios() {
@@ -79,7 +80,7 @@ std::vector<std::function<std::set<Va>(TeardownOrder&)>> scenarios() {
             t.Queue(area(0), area(1), ev);
             t.Map(t.Pin(area(7)));  // reuses the freed slot
             EXPECT_TRUE(t.S().unmap_from_gpu(ring));
-            EXPECT_TRUE(t.S().free(ring));
+            EXPECT_TRUE(t.S().free(ring, t.Freed()));
             EXPECT_TRUE(t.S().unpin(ptr));
             EXPECT_TRUE(t.S().destroy_event(ev));
             t.Event();
@@ -96,7 +97,7 @@ std::vector<std::function<std::set<Va>(TeardownOrder&)>> scenarios() {
             t.Map(ring_b);
             const Handle qa = t.Queue(area(4), area(3));
             t.Queue(area(5), area(3) + 64, t.Event());
-            EXPECT_TRUE(t.S().destroy_queue(qa));
+            EXPECT_TRUE(t.S().destroy_queue(qa, t.Freed()));
             t.Map(t.Alloc(area(6)));
             EXPECT_TRUE(t.S().unpin(ptr));
             return std::set<Va>{area(3), area(5)};
@@ -171,7 +172,7 @@ TEST_F(RevokeTest, DestroysTheQueuesUsingTheRangeFirst) {
     const Handle q2 = queue(area(2), area(2) + 512).handle;
     device.clear_calls();
 
-    session->revoke_range(area(0) + kPage, kPage);  // touches the ring's second page only
+    session->revoke_range(area(0) + kPage, kPage, freed);  // touches the ring's second page only
     EXPECT_EQ(device.calls(), (std::vector<Call>{{Op::destroy_queue, q1_id},
                                                  {Op::unmap_from_gpu, area(0)},
                                                  {Op::unmap_from_gpu, area(1)},
@@ -179,17 +180,17 @@ TEST_F(RevokeTest, DestroysTheQueuesUsingTheRangeFirst) {
                                                  {Op::deregister_user, area(1)}}));
     EXPECT_EQ(lost, (std::vector<std::pair<Handle, Va>>{{q1, 0}}));
     EXPECT_EQ(session->unpin(ring).error(), ebadf());
-    EXPECT_EQ(session->destroy_queue(q1).error(), ebadf());
+    EXPECT_EQ(session->destroy_queue(q1, freed).error(), ebadf());
     EXPECT_EQ(session->stats().deferred, 0u);
     EXPECT_EQ(session->stats().queues, 1u);
     EXPECT_TRUE(device.mapped(area(2)));
 
     device.clear_calls();
-    session->revoke_range(area(0), 2 * kPage);  // idempotent
+    session->revoke_range(area(0), 2 * kPage, freed);  // idempotent
     EXPECT_EQ(device.calls(), std::vector<Call>{});
     EXPECT_EQ(lost.size(), 1u);
 
-    ASSERT_TRUE(session->destroy_queue(q2));
+    ASSERT_TRUE(session->destroy_queue(q2, freed));
     ASSERT_TRUE(session->unmap_from_gpu(other));
     ASSERT_TRUE(session->unpin(other));
     EXPECT_EQ(device.live_objects(), 0u);
@@ -200,7 +201,7 @@ TEST_F(RevokeTest, MemoryWithoutQueuesIsUnmappedAndDeregistered) {
     const Handle plain_pin = pin(area(0) + 2 * kPage);
     const Handle outside = pin(area(0) + 8 * kPage);
     device.clear_calls();
-    session->revoke_range(area(0), 4 * kPage);
+    session->revoke_range(area(0), 4 * kPage, freed);
     EXPECT_EQ(device.calls(), (std::vector<Call>{{Op::unmap_from_gpu, area(0)},
                                                  {Op::deregister_user, area(0)},
                                                  {Op::deregister_user, area(0) + 2 * kPage}}));
@@ -208,8 +209,8 @@ TEST_F(RevokeTest, MemoryWithoutQueuesIsUnmappedAndDeregistered) {
     EXPECT_EQ(session->unpin(plain_pin).error(), ebadf());
     EXPECT_TRUE(session->unpin(outside));
     EXPECT_TRUE(lost.empty());
-    session->revoke_range(area(0), 0);                // empty range: nothing
-    session->revoke_range(~0ull - kPage, 2 * kPage);  // wraps: clamped, finds nothing
+    session->revoke_range(area(0), 0, freed);                // empty range: nothing
+    session->revoke_range(~0ull - kPage, 2 * kPage, freed);  // wraps: clamped, finds nothing
     EXPECT_EQ(device.live_objects(), 0u);
 }
 
@@ -220,7 +221,7 @@ TEST_F(RevokeTest, ErrorEventsHeldByRevokedQueuesAreDestroyedAfterThem) {
     const EventId device_event = *device.last_event();
     ASSERT_TRUE(session->destroy_event(ev));  // deferred: the queue signals it
     device.clear_calls();
-    session->revoke_range(area(0), kPage);
+    session->revoke_range(area(0), kPage, freed);
     const auto calls = device.calls();
     ASSERT_GE(calls.size(), 2u);
     EXPECT_EQ(calls[0].op, Op::destroy_queue);
@@ -240,8 +241,8 @@ TEST_F(RevokeTest, RevokeAndTeardownDoNotAllocate) {
     ASSERT_TRUE(session->unpin(deferred));
     {
         CountAllocations counter;
-        session->revoke_range(area(1), kPage);
-        session->revoke_range(area(9), kPage);
+        session->revoke_range(area(1), kPage, freed);
+        session->revoke_range(area(9), kPage, freed);
         EXPECT_EQ(counter.count(), 0u) << "revoke_range allocated";
     }
     EXPECT_EQ(lost.size(), 2u);
@@ -265,7 +266,7 @@ TEST_F(SessionDeathTest, ADeviceFailureOnAReleasePathAborts) {
             pin_mapped(area(0));
             const Handle q = queue(area(0), area(0) + 64).handle;
             device.fail_next(Op::destroy_queue, std::errc::io_error);
-            (void)session->destroy_queue(q);
+            (void)session->destroy_queue(q, freed);
         },
         "destroy queue .* failed on a release path");
     EXPECT_DEATH(
@@ -281,7 +282,7 @@ TEST_F(SessionDeathTest, ADeviceFailureOnAReleasePathAborts) {
             to_stderr();
             pin(area(0));
             device.fail_next(Op::deregister_user, std::errc::io_error);
-            session->revoke_range(area(0), kPage);
+            session->revoke_range(area(0), kPage, freed);
         },
         "deregister memory .* failed on a release path");
 }

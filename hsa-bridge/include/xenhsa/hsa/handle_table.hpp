@@ -105,6 +105,15 @@ public:
             }
         }
     }
+    template <class F>
+    void for_each(F &&f) const
+    {
+        for (uint32_t i = 0; i < slots_.size(); ++i) {
+            if (slots_[i].value) {
+                f(encode(i, slots_[i].generation), *slots_[i].value);
+            }
+        }
+    }
 
 private:
     static constexpr uint32_t kGenerationMask = 0xFFFFFF;

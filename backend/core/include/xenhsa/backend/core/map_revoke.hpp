@@ -5,7 +5,8 @@
 //
 // Revoke never fails, never allocates and takes bounded time. For a MAP:
 //   1-3. the GPU half: GpuSession::revoke_range (quiesce the queues using the range,
-//        unmap it from the GPU, deregister it), then the observer updates its books;
+//        unmap it from the GPU, deregister it; an ALLOC freed with those queues gives
+//        its range back to the window);
 //   4.   unmap the grants;
 //   5.   re-reserve the VA range PROT_NONE.
 // For a LEND: SharedPages::revoke(), then a REVOKED record on the notify page (queued,
@@ -38,16 +39,6 @@ using hsa::Handle;
 inline constexpr uint8_t kMapHandleKind = 0xB1;
 inline constexpr uint8_t kLendHandleKind = 0xB2;
 
-// Told about every MAP range the GPU half was revoked for, right after
-// GpuSession::revoke_range and before the grants go. Must not allocate or throw.
-class RevokeObserver {
-public:
-    virtual void gpu_range_revoked(uint64_t va, uint64_t size) noexcept = 0;
-
-protected:
-    ~RevokeObserver() = default;
-};
-
 struct MapRevokeSeams {
     xen::DomId guest = xen::kDomIdInvalid;
     xen::GrantMapper& mapper;
@@ -65,8 +56,6 @@ public:
     ~MapRevoke();  // revoke_all(false)
     MapRevoke(const MapRevoke&) = delete;
     MapRevoke& operator=(const MapRevoke&) = delete;
-
-    void set_observer(RevokeObserver* observer) noexcept { observer_ = observer; }
 
     // --- execution (the session has run the checks up to and including quota)
     struct Mapped {
@@ -170,7 +159,6 @@ private:
     MapRevokeSeams seams_;
     VaWindow& window_;
     NotifyProducer& notify_;
-    RevokeObserver* observer_ = nullptr;
     std::map<uint64_t, MapEntry> maps_;        // by va, deferred ones included
     std::map<uint64_t, LendEntry> lends_;      // by va, revoked ones included
     hsa::HandleTable<uint64_t> map_handles_;   // MAP handle -> va

@@ -34,6 +34,18 @@ public:
     bool claim(uint64_t va, uint64_t size, RangeKind kind);
     // Never allocates.
     void release(uint64_t va) noexcept;
+    // Removes every range of `kind`, `gone(const Range &)` running for each first.
+    template <class F>
+    void release_all(RangeKind kind, F&& gone) noexcept {
+        for (auto it = ranges_.begin(); it != ranges_.end();) {
+            if (it->second.kind == kind) {
+                gone(it->second);
+                it = ranges_.erase(it);
+            } else {
+                ++it;
+            }
+        }
+    }
     void set_kind(uint64_t va, RangeKind kind) noexcept;
 
     // The lowest free page-aligned range of `size` bytes inside [lo, hi).

@@ -4,10 +4,10 @@
 // arguments, busy, quota, execution. Seam errors become statuses in one place
 // (seam_status.hpp); every response is zero-initialised (reply.hpp).
 //
-// Owns the guest's window, Map/Revoke state, notify producer and the books on its GPU
-// objects; uses (does not own) the seams. Single-threaded: every call on the worker's
-// io_context thread. EVENT_WAITs complete on GpuSession threads and are posted back to
-// that io_context before they are answered.
+// Owns the guest's window, Map/Revoke state and notify producer; uses (does not own) the
+// seams. GpuSession alone keeps the GPU objects: the checks here ask it. Single-threaded:
+// every call on the worker's io_context thread. EVENT_WAITs complete on GpuSession threads
+// and are posted back to that io_context before they are answered.
 #ifndef XENHSA_BACKEND_CORE_SESSION_HPP
 #define XENHSA_BACKEND_CORE_SESSION_HPP
 
@@ -19,7 +19,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <xenhsa/backend/core/gpu_objects.hpp>
 #include <xenhsa/backend/core/map_revoke.hpp>
 #include <xenhsa/backend/core/notify_producer.hpp>
 #include <xenhsa/backend/core/quotas.hpp>
@@ -56,7 +55,7 @@ struct SessionOptions {
 // GpuSession's limits for a guest with these quotas (the worker builds the GpuSession).
 hsa::SessionLimits gpu_limits(const Quotas& quotas, uint32_t ring_slots) noexcept;
 
-class Session final : public RequestHandler, private RevokeObserver {
+class Session final : public RequestHandler {
 public:
     enum class State : uint8_t { fresh, negotiating, connected };
 
@@ -138,9 +137,7 @@ private:
 
     void wait_done(uint64_t token, hsa::WaitEnd end, uint32_t mask) noexcept;
     void drain_lost_queues() noexcept;
-    void queue_gone(hsa::Handle queue) noexcept;
-    void release_freed(const GpuObjects::Memory& m) noexcept;
-    void gpu_range_revoked(uint64_t va, uint64_t size) noexcept override;
+    [[nodiscard]] bool range_held(uint64_t va, uint64_t size) const noexcept;
 
     boost::asio::io_context& io_;
     SessionSeams seams_;
@@ -152,14 +149,12 @@ private:
     uint32_t hellos_ = 0;
     uint64_t features_ = 0;
     bool ending_ = false;
-    bool gpu_torn_down_ = false;
 
     // Declaration order is release order reversed: the window outlives everything that
     // maps into it.
     WindowNegotiation negotiation_;
     VaWindow window_;
     NotifyProducer notify_;
-    GpuObjects gpu_objects_;
     MapRevoke map_revoke_;
     Topology topology_;
     std::shared_ptr<Gate> gate_;
@@ -167,7 +162,6 @@ private:
     uint64_t next_token_ = 0;
     ReplySink* async_sink_ = nullptr;
     xenhsa_doorbell_page* doorbell_page_;
-    std::array<uint64_t, XENHSA_DOORBELLS_PER_PAGE> doorbell_seen_{};
     uint64_t doorbells_forwarded_ = 0;
     uint64_t doorbell_polls_ = 0;
 };

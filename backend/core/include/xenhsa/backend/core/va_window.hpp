@@ -8,10 +8,12 @@
 #include <optional>
 #include <xenhsa/backend/core/range_map.hpp>
 #include <xenhsa/backend/core/va_reservation.hpp>
+#include <xenhsa/hsa/gpu_session.hpp>
 
 namespace xenhsa::backend::core {
 
-class VaWindow {
+// Also where GpuSession hands back an ALLOC's range once its device memory is gone.
+class VaWindow final : public hsa::FreedAllocs {
 public:
     VaWindow() noexcept = default;
     explicit VaWindow(VaReservation reservation) noexcept : reservation_(std::move(reservation)) {}
@@ -33,6 +35,9 @@ public:
     // Frees the sub-range that starts at `va` and puts PROT_NONE back over it. Never
     // fails, never allocates.
     void release(uint64_t va, uint64_t size) noexcept;
+    void alloc_freed(uint64_t va, uint64_t size) noexcept override { release(va, size); }
+    // Every range of `kind` (the ALLOCs', after GpuSession::teardown).
+    void release_all(RangeKind kind) noexcept;
     void rereserve(uint64_t va, uint64_t size) const noexcept { reservation_.rereserve(va, size); }
     void set_kind(uint64_t va, RangeKind kind) noexcept { ranges_.set_kind(va, kind); }
 
