@@ -32,7 +32,7 @@
 // Events: every KFD event is created manual-reset, so that after a wait the adapter can
 // poll which events fired (hsaKmtWaitOnEvent with timeout 0 does not consume a signaled
 // manual-reset event). Auto-reset events are emulated: the wait that reports one resets it.
-// A wait reports exactly the events that fired, which the session's all-waits rely on.
+// A wait reports exactly the events that fired, which the context's all-waits rely on.
 //
 // Faults (what is wired): a fault thread waits on a MEMORY event (VM faults, with address
 // and node) and, where the kernel lets the thunk create one, a HW_EXCEPTION event. KFD

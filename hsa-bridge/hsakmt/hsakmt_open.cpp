@@ -87,7 +87,7 @@ HsakmtDevice::~HsakmtDevice() {
     g_open = false;
 }
 
-// What a session left behind, in teardown order: queues, events, GPU mappings, memory.
+// What a context left behind, in teardown order: queues, events, GPU mappings, memory.
 void HsakmtDevice::release_everything() noexcept {
     std::lock_guard lock(mutex_);
     for (auto& entry : queues_) {

@@ -43,10 +43,11 @@ uint64_t feature_needed(uint32_t cmd) {
 void Checker::handle(const xenhsa_req_slot& copy, core::ReplySink& ring) noexcept {
     (void)ring;  // answers go through Rig::forward to the same ring
     Current c{copy, xenhsa_check_req(&copy),
-              rig_.session().state() == core::Session::State::connected, rig_.session().features()};
+              rig_.requests().state() == core::GuestRequests::State::connected,
+              rig_.requests().features()};
     current_ = &c;
     ++rig_.handled_in_pass;
-    rig_.session().handle(copy, *this);
+    rig_.requests().handle(copy, *this);
     current_ = nullptr;
     if (c.replies == 0) {
         // Only an EVENT_WAIT the session accepted is answered later.
@@ -59,7 +60,7 @@ void Checker::handle(const xenhsa_req_slot& copy, core::ReplySink& ring) noexcep
     } else {
         XENHSA_FUZZ_CHECK(c.replies == 1, "a request answered more than once");
     }
-    XENHSA_FUZZ_CHECK(rig_.session().pending_waits() == rig_.held().size(),
+    XENHSA_FUZZ_CHECK(rig_.requests().pending_waits() == rig_.held().size(),
                       "the session's pending waits differ from the unanswered waits");
 }
 
@@ -121,7 +122,7 @@ void Checker::check_own(const Current& c, const core::Reply& r) {
     }
     const uint64_t needs = feature_needed(cmd);
     XENHSA_FUZZ_CHECK((c.features & needs) == needs, "OK for a feature that was not granted");
-    const auto& window = rig_.session().window();
+    const auto& window = rig_.requests().window();
     const auto inside = [&](uint64_t va, uint64_t size) {
         return window.valid() && window.contains(va, size);
     };
@@ -256,17 +257,17 @@ void Rig::settled() {
         }
         unverified_.clear();
     }
-    XENHSA_FUZZ_CHECK(session_->pending_waits() == held_.size(),
+    XENHSA_FUZZ_CHECK(requests_->pending_waits() == held_.size(),
                       "the session's pending waits differ from the unanswered waits");
-    if (session_->window().valid()) {
-        window_base_ = session_->window().base();
-        window_size_ = session_->window().size();
+    if (requests_->window().valid()) {
+        window_base_ = requests_->window().base();
+        window_size_ = requests_->window().size();
     }
     check_notify();
 }
 
 void Rig::check_notify() {
-    const uint32_t published = session_->notify().published();
+    const uint32_t published = requests_->notify().published();
     XENHSA_FUZZ_CHECK(
         published - cons_written_ <= XENHSA_NOTIFY_SLOTS || published == published_at_cons_,
         "notify records published past the guest's consumer index");

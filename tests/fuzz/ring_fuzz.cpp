@@ -1,7 +1,7 @@
 // Fuzz target "ring": a hostile frontend against the backend core's RingServer and
-// Session, in process, over the stand-ins the core tests use (tests/backend/core: guest
+// GuestRequests, in process, over the stand-ins the core tests use (tests/backend/core: guest
 // RAM on a memfd with fake grant seams, the recording KfdDevice under the real
-// GpuSession). The harness is the guest: it writes slots, producer indices, indirect
+// GpuContext). The harness is the guest: it writes slots, producer indices, indirect
 // pages, doorbells and the notify page's consumer index, any bytes at any time.
 //
 // Input: a config byte (bits 0-1 ring order; 2 connect with a proper HELLO pair first;
@@ -155,18 +155,18 @@ void Rig::doorbell(FuzzInput& in) {
     const uint32_t index = in.u16() % XENHSA_DOORBELLS_PER_PAGE;
     const uint64_t value = in.u64();
     (void)xenhsa_doorbell_ring(doorbells_.get(), index, value);
-    session_->doorbells(*doorbells_);
+    requests_->doorbells(*doorbells_);
     settled();
 }
 
 void Rig::notify_cons(FuzzInput& in) {
     const uint8_t mode = in.u8();
-    const uint32_t published = session_->notify().published();
+    const uint32_t published = requests_->notify().published();
     const uint32_t cons = (mode & 1u) != 0 ? in.u32() : published - in.u8() % 80u;
     xenhsa_index_store(&notify_->cons, cons);
     cons_written_ = cons;
     published_at_cons_ = published;
-    session_->notify().flush();
+    requests_->notify().flush();
     settled();
 }
 
@@ -187,16 +187,16 @@ void Rig::write_indirect(FuzzInput& in) {
 void Rig::operator_action(FuzzInput& in) {
     switch (in.u8() % 4) {
         case 0:
-            session_->revoke_all(false);
+            requests_->revoke_all(false);
             break;
         case 1:
-            (void)session_->revoke_handle(patch_handle(in.u64()));
+            (void)requests_->revoke_handle(patch_handle(in.u64()));
             break;
         case 2: {
             core::Quotas q = quotas_;
             q.max_map_pages = in.u8();
             q.max_lend_pages = in.u8();
-            (void)session_->enforce_quotas(q);
+            (void)requests_->enforce_quotas(q);
             break;
         }
         default:

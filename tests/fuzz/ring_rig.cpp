@@ -57,23 +57,23 @@ Rig::Rig(FuzzInput& in) {
         refs_.push_back(memory_.grant(p, false));
     }
     if ((config & 32u) == 0) {
-        gpu_ = std::make_unique<hsa::GpuSession>(kfd_, core::gpu_limits(quotas_, slots_));
+        gpu_ = std::make_unique<hsa::GpuContext>(kfd_, core::gpu_limits(quotas_, slots_));
     }
     ring_pages_ = zeroed_pages<std::byte>(XENHSA_RING_BYTES(order_));
     notify_ = zeroed_pages<xenhsa_notify_page>(XENHSA_PAGE_SIZE);
     doorbells_ = zeroed_pages<xenhsa_doorbell_page>(XENHSA_PAGE_SIZE);
     xenhsa_sring_init(sring());
 
-    core::SessionOptions so;
+    core::RequestOptions so;
     so.ring_slots = slots_;
     so.quotas = quotas_;
     so.notify_page = notify_.get();
-    session_ = std::make_unique<core::Session>(
+    requests_ = std::make_unique<core::GuestRequests>(
         io_,
-        core::SessionSeams{core::testing::kGuestDomId, mapper_,
+        core::RequestSeams{core::testing::kGuestDomId, mapper_,
                            (config & 64u) == 0 ? &sharer_ : nullptr, gpu_.get()},
         so);
-    session_->set_async_sink(&async_);
+    requests_->set_async_sink(&async_);
     auto ring =
         core::RingServer::attach(std::span<std::byte>(ring_pages_.get(), XENHSA_RING_BYTES(order_)),
                                  order_, checker_, [] {});
@@ -126,12 +126,12 @@ void Rig::connect(bool warm) {
     h.va_base = wire_of<xenhsa_hello_rsp>(*first).va_base;
     auto second = push_and_serve(XENHSA_CMD_HELLO, &h, sizeof h);
     XENHSA_FUZZ_CHECK(second && second->status == XENHSA_STATUS_OK &&
-                          session_->state() == core::Session::State::connected,
+                          requests_->state() == core::GuestRequests::State::connected,
                       "a proper HELLO pair does not connect");
     if (!warm || gpu_ == nullptr) {
         return;
     }
-    const uint64_t base = session_->window().base();
+    const uint64_t base = requests_->window().base();
     xenhsa_map_req map{};
     map.va = base;
     map.npages = 8;
@@ -234,7 +234,7 @@ void Rig::poll(bool wait) {
 // Session end as on Closing: everything revoked in the fixed order, nothing left.
 void Rig::teardown() {
     ring_.reset();
-    session_.reset();
+    requests_.reset();
     if (window_size_ != 0) {  // at once: nothing else may map there meanwhile
         const auto* first = reinterpret_cast<const void*>(window_base_);
         const auto* last = reinterpret_cast<const void*>(window_base_ + window_size_ - 4096);

@@ -1,5 +1,5 @@
 // The "ring" fuzz target's rig (the input format and the invariants are described at
-// the top of ring_fuzz.cpp): the guest's memory, the backend core's Session and
+// the top of ring_fuzz.cpp): the guest's memory, the backend core's GuestRequests and
 // RingServer over the core tests' fakes, and the checkers between them.
 //   ring_rig.cpp     setting up, pushing well-formed requests, serving, teardown;
 //   ring_checks.cpp  what the checkers and the rig assert about answers and the notify page;
@@ -19,9 +19,9 @@
 #include <optional>
 #include <set>
 #include <vector>
+#include <xenhsa/backend/core/guest_requests.hpp>
 #include <xenhsa/backend/core/ring_server.hpp>
-#include <xenhsa/backend/core/session.hpp>
-#include <xenhsa/hsa/gpu_session.hpp>
+#include <xenhsa/hsa/gpu_context.hpp>
 
 #include "fake_grants.hpp"
 #include "fuzz_check.hpp"
@@ -56,7 +56,7 @@ Wire wire_of(const core::Reply& r) {
 
 class Rig;
 
-// Sits between the RingServer and the Session: sees every consumed request (the copy)
+// Sits between the RingServer and the GuestRequests: sees every consumed request (the copy)
 // and every answer, checks them, and forwards the answers to the ring.
 class Checker final : public core::RequestHandler, public core::ReplySink {
 public:
@@ -108,7 +108,7 @@ public:
     }
     [[nodiscard]] bool issued(uint64_t h) const { return issued_.count(h) != 0; }
     [[nodiscard]] uint32_t slots() const noexcept { return slots_; }
-    core::Session& session() { return *session_; }
+    core::GuestRequests& requests() { return *requests_; }
     std::map<uint32_t, uint32_t>& held() { return held_; }  // pending wait seqno -> count
     int handled_in_pass = 0;
 
@@ -134,7 +134,7 @@ private:
         return handles_.empty() ? raw : handles_[raw % handles_.size()];
     }
     uint64_t relocate(uint64_t raw) const {
-        const auto& w = session_->window();
+        const auto& w = requests_->window();
         return w.valid() ? w.base() + raw % w.size() : raw;
     }
     xen::GrantRef ref(uint64_t raw) const { return refs_[raw % refs_.size()]; }
@@ -149,13 +149,13 @@ private:
     FakeGrantMapper mapper_{memory_, nullptr};
     FakeGrantSharer sharer_{nullptr};
     RecordingKfd kfd_{nullptr};
-    std::unique_ptr<hsa::GpuSession> gpu_;
+    std::unique_ptr<hsa::GpuContext> gpu_;
     Page<std::byte> ring_pages_;
     Page<xenhsa_notify_page> notify_;
     Page<xenhsa_doorbell_page> doorbells_;
     Checker checker_{*this};
     AsyncChecker async_{*this};
-    std::unique_ptr<core::Session> session_;
+    std::unique_ptr<core::GuestRequests> requests_;
     std::unique_ptr<core::RingServer> ring_;
 
     std::vector<xen::GrantRef> refs_;  // writable grants of every page, then read-only ones

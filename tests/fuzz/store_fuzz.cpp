@@ -206,7 +206,7 @@ ReferenceKeys reference_keys(xen::Store& store, const std::string& dir, uint32_t
 
 // --- the device under test
 
-struct CheckedSession final : svc::DeviceSession {
+struct CheckedSession final : svc::ConnectedGuest {
     explicit CheckedSession(int& live_count) : live(live_count) { ++live; }
     ~CheckedSession() override { --live; }
     [[nodiscard]] svc::DeviceStats stats() const noexcept override { return {}; }
@@ -214,10 +214,10 @@ struct CheckedSession final : svc::DeviceSession {
     int& live;
 };
 
-struct CheckingFactory final : svc::SessionFactory {
+struct CheckingFactory final : svc::GuestConnector {
     [[nodiscard]] uint32_t max_ring_page_order() const noexcept override { return max_order; }
-    xen::Result<std::unique_ptr<svc::DeviceSession>> connect(
-        const svc::SessionStart& start) override {
+    xen::Result<std::unique_ptr<svc::ConnectedGuest>> connect(
+        const svc::ConnectArgs& start) override {
         XENHSA_FUZZ_CHECK(live == 0, "a second session while one is live");
         // What the store holds right now, read strictly, is what the session must get.
         const ReferenceKeys want =
@@ -238,7 +238,7 @@ struct CheckingFactory final : svc::SessionFactory {
             fail_next = false;
             return xen::errc(std::errc::not_enough_memory);
         }
-        return std::unique_ptr<svc::DeviceSession>(std::make_unique<CheckedSession>(live));
+        return std::unique_ptr<svc::ConnectedGuest>(std::make_unique<CheckedSession>(live));
     }
     uint32_t max_order = 3;
     int live = 0;

@@ -5,10 +5,10 @@
 namespace xenhsa::backend::core {
 
 DoorbellWatch::DoorbellWatch(boost::asio::io_context& io, const xenhsa_doorbell_page& page,
-                             Session& session, const DoorbellPollPolicy& policy)
+                             GuestRequests& requests, const DoorbellPollPolicy& policy)
     : io_(io),
       page_(page),
-      session_(session),
+      requests_(requests),
       policy_(policy),
       timer_(io),
       backoff_(policy.backoff_min),
@@ -31,7 +31,7 @@ void DoorbellWatch::reset_phase() noexcept {
 }
 
 void DoorbellWatch::update() noexcept {
-    if (stopped_ || scheduled_ || !session_.has_queues()) {
+    if (stopped_ || scheduled_ || !requests_.has_queues()) {
         return;
     }
     reset_phase();
@@ -47,12 +47,12 @@ void DoorbellWatch::activity() noexcept {
 
 void DoorbellWatch::poll() noexcept {
     scheduled_ = false;
-    if (stopped_ || !session_.has_queues()) {
+    if (stopped_ || !requests_.has_queues()) {
         return;  // polling again from update(), when a queue exists
     }
     ++polls_;
-    session_.count_doorbell_polls(1);
-    if (session_.doorbells(page_) != 0) {
+    requests_.count_doorbell_polls(1);
+    if (requests_.doorbells(page_) != 0) {
         reset_phase();
     }
     schedule();

@@ -30,14 +30,14 @@ using Clock = std::chrono::steady_clock;
 // so that none touches the driver after it is gone.
 struct GuestCore::Driver {
     Driver(boost::asio::io_context& io_, xen::EventChannel& events_, xen::Port local_,
-           const GuestPages& pages_, Session& session_, RingServer& ring_, uint32_t budget_,
+           const GuestPages& pages_, GuestRequests& requests_, RingServer& ring_, uint32_t budget_,
            const SpuriousEventPolicy& spurious_, std::chrono::microseconds ring_spin_,
            CoreFatal on_fatal_)
         : io(io_),
           events(events_),
           local(local_),
           pages(pages_),
-          session(session_),
+          requests(requests_),
           ring(ring_),
           budget(budget_),
           ring_spin(ring_spin_),
@@ -137,7 +137,7 @@ struct GuestCore::Driver {
     // the event channel, by any pass.
     bool took_work() noexcept {
         const uint32_t cons = ring.req_cons();
-        const uint64_t doorbells = session.doorbells_forwarded();
+        const uint64_t doorbells = requests.doorbells_forwarded();
         const bool work = cons != last_req_cons || doorbells != last_doorbells;
         last_req_cons = cons;
         last_doorbells = doorbells;
@@ -170,8 +170,8 @@ struct GuestCore::Driver {
         if (dead) {
             return;
         }
-        session.notify().flush();
-        if (pages.doorbell != nullptr && session.doorbells(*pages.doorbell) != 0 && watch) {
+        requests.notify().flush();
+        if (pages.doorbell != nullptr && requests.doorbells(*pages.doorbell) != 0 && watch) {
             watch->activity();
         }
         const uint32_t consumed_before = ring.req_cons();
@@ -259,11 +259,11 @@ struct GuestCore::Driver {
     }
 
     void check_notify() noexcept {
-        if (session.notify().overflowed()) {
+        if (requests.notify().overflowed()) {
             fail("the guest does not consume its notifications (backlog full)");
             return;
         }
-        if (session.notify().backlog() != 0 && !retry_armed) {
+        if (requests.notify().backlog() != 0 && !retry_armed) {
             retry_armed = true;
             std::weak_ptr<int> alive = life;
             retry.expires_after(kNotifyRetry);
@@ -272,7 +272,7 @@ struct GuestCore::Driver {
                     return;
                 }
                 retry_armed = false;
-                session.notify().flush();
+                requests.notify().flush();
                 check_notify();
             });
         }
@@ -299,7 +299,7 @@ struct GuestCore::Driver {
     xen::EventChannel& events;
     xen::Port local;
     GuestPages pages;
-    Session& session;
+    GuestRequests& requests;
     RingServer& ring;
     uint32_t budget;
     std::chrono::microseconds ring_spin;
@@ -323,7 +323,7 @@ struct GuestCore::Driver {
 Result<std::unique_ptr<GuestCore>> GuestCore::start(boost::asio::io_context& io,
                                                     xen::EventChannel& events, xen::Port local,
                                                     const GuestPages& pages,
-                                                    const SessionSeams& seams,
+                                                    const RequestSeams& seams,
                                                     const GuestOptions& options,
                                                     CoreFatal on_fatal) {
     if (pages.ring_order > XENHSA_RING_MAX_ORDER ||
@@ -343,20 +343,20 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start(boost::asio::io_context& io,
 
 Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
     boost::asio::io_context& io, xen::EventChannel& events, xen::Port local,
-    const GuestPages& pages, const SessionSeams& seams, const GuestOptions& options,
+    const GuestPages& pages, const RequestSeams& seams, const GuestOptions& options,
     CoreFatal on_fatal) {
     std::unique_ptr<GuestCore> core(new GuestCore());
-    SessionOptions session_options;
-    session_options.ring_slots = XENHSA_RING_SLOTS(pages.ring_order);
-    session_options.quotas = options.quotas;
-    session_options.features = options.features;
-    session_options.proposal_base = options.proposal_base;
-    session_options.notify_page = pages.notify;
-    session_options.doorbell_page = pages.doorbell;
-    core->session_ = std::make_unique<Session>(io, seams, session_options);
+    RequestOptions request_options;
+    request_options.ring_slots = XENHSA_RING_SLOTS(pages.ring_order);
+    request_options.quotas = options.quotas;
+    request_options.features = options.features;
+    request_options.proposal_base = options.proposal_base;
+    request_options.notify_page = pages.notify;
+    request_options.doorbell_page = pages.doorbell;
+    core->requests_ = std::make_unique<GuestRequests>(io, seams, request_options);
 
     GuestCore* self = core.get();
-    auto ring = RingServer::attach(pages.ring, pages.ring_order, *core->session_, [self] {
+    auto ring = RingServer::attach(pages.ring, pages.ring_order, *core->requests_, [self] {
         if (self->driver_) {
             self->driver_->kick();
         }
@@ -365,15 +365,15 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
         return ring.error();
     }
     core->ring_ = std::move(ring).value();
-    core->session_->set_async_sink(core->ring_.get());
-    core->session_->notify().set_kick([self] {
+    core->requests_->set_async_sink(core->ring_.get());
+    core->requests_->notify().set_kick([self] {
         if (self->driver_) {
             self->driver_->kick();
         }
     });
 
     core->driver_ = std::make_unique<Driver>(
-        io, events, local, pages, *core->session_, *core->ring_, options.quotas.ring_budget,
+        io, events, local, pages, *core->requests_, *core->ring_, options.quotas.ring_budget,
         options.spurious_events, options.ring_spin, std::move(on_fatal));
     core->ring_->set_unblocked([self] {
         if (self->driver_) {
@@ -393,7 +393,7 @@ Result<std::unique_ptr<GuestCore>> GuestCore::start_checked(
             if (seams.gpu != nullptr) {
                 // ... but a guest that never kicks (ROCr) is served by polling.
                 core->driver_->watch = std::make_unique<DoorbellWatch>(
-                    io, *pages.doorbell, *core->session_, options.doorbell_poll);
+                    io, *pages.doorbell, *core->requests_, options.doorbell_poll);
             }
         }
     }
@@ -406,27 +406,27 @@ GuestCore::~GuestCore() {
         (void)kick_tracker_->track_kicks(nullptr);  // before the doorbell page goes
     }
     driver_.reset();
-    if (session_) {
-        session_->set_async_sink(nullptr);
-        session_->notify().set_kick({});
+    if (requests_) {
+        requests_->set_async_sink(nullptr);
+        requests_->notify().set_kick({});
     }
     ring_.reset();
-    session_.reset();
+    requests_.reset();
 }
 
 void GuestCore::revoke_all() noexcept {
-    session_->revoke_all(false);
+    requests_->revoke_all(false);
     driver_->check_notify();
 }
 
 bool GuestCore::revoke_handle(hsa::Handle handle) noexcept {
-    const bool found = session_->revoke_handle(handle);
+    const bool found = requests_->revoke_handle(handle);
     driver_->check_notify();
     return found;
 }
 
 uint32_t GuestCore::enforce_quotas(const Quotas& quotas) noexcept {
-    const uint32_t revoked = session_->enforce_quotas(quotas);
+    const uint32_t revoked = requests_->enforce_quotas(quotas);
     driver_->check_notify();
     return revoked;
 }

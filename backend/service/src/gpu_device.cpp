@@ -1,5 +1,5 @@
+#include <xenhsa/backend/service/connector_config.hpp>
 #include <xenhsa/backend/service/gpu_device.hpp>
-#include <xenhsa/backend/service/session_config.hpp>
 
 #if XENHSA_SERVICE_HAVE_KFD
 #include <xenhsa/hsa/gpu_mode.hpp>
@@ -37,7 +37,7 @@ std::optional<std::string> check_soft_gfx(std::string_view target) {
                "\"";
     }
 #else
-    if (target != SessionConfig{}.soft_gfx) {
+    if (target != ConnectorConfig{}.soft_gfx) {
         return std::string("--soft-gfx: this build has no software GPU agent");
     }
 #endif

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     std::string sim_dir;
     bool xen = false;
     std::string control_socket;
-    SessionConfig session;
+    ConnectorConfig connector;
     std::string log_level = "info";
     auto* sim_opt = app.add_option("--sim-dir", sim_dir,
                                    "use the simulated hypervisor whose daemon runs in DIR")
@@ -33,12 +33,12 @@ int main(int argc, char** argv) {
                    std::string("control socket (default DIR/backend.sock, or ") +
                        kDefaultRealSocket + " with --xen)")
         ->type_name("PATH");
-    app.add_option("--gpu", session.gpu_mode,
+    app.add_option("--gpu", connector.gpu_mode,
                    "GPU seam: kfd (libhsakmt), soft (software agent), auto (kfd when "
                    "/dev/kfd opens, else soft)")
         ->check(CLI::IsMember({"auto", "kfd", "soft"}))
         ->capture_default_str();
-    app.add_option("--soft-gfx", session.soft_gfx,
+    app.add_option("--soft-gfx", connector.soft_gfx,
                    "the ISA the software agent reports to guests: gfx900, gfx906, gfx908 or "
                    "gfx90a")
         ->type_name("TARGET")
@@ -48,21 +48,21 @@ int main(int argc, char** argv) {
                        : std::string();
         })
         ->capture_default_str();
-    app.add_option("--agent-threads", session.agent_threads,
+    app.add_option("--agent-threads", connector.agent_threads,
                    "the software agent's workgroup workers per worker (big grids; small "
                    "dispatches run on their queue's thread); 0: the CPUs shared out among "
                    "the workers live when it starts")
         ->check(CLI::Range(0u, 256u))
         ->capture_default_str();
-    app.add_option("--ring-spin-us", session.ring_spin_us,
+    app.add_option("--ring-spin-us", connector.ring_spin_us,
                    "how long a worker polls its guest's ring after serving it before it "
                    "sleeps until a kick (0: never polls)")
         ->check(CLI::Range(0u, 1000u))
         ->capture_default_str();
-    app.add_option("--config", session.config_file, "JSON file of per-guest quotas")
+    app.add_option("--config", connector.config_file, "JSON file of per-guest quotas")
         ->type_name("FILE")
         ->check(CLI::ExistingFile);
-    app.add_option("--set", session.settings, "override one quota: key=value (repeatable)")
+    app.add_option("--set", connector.settings, "override one quota: key=value (repeatable)")
         ->type_name("KEY=VALUE")
         ->take_all();
     ConfinementOptions confinement;
@@ -120,8 +120,8 @@ int main(int argc, char** argv) {
     app.add_option("--fe-domid", fe_domid)->group("")->check(CLI::Range(1u, 0x7FEFu));
     app.add_option("--devid", devid)->group("");
     app.add_option("--control-fd", control_fd)->group("")->check(CLI::Range(0, 1 << 20));
-    app.add_option("--map-ceiling", session.ceilings.max_map_pages)->group("");
-    app.add_option("--lend-ceiling", session.ceilings.max_lend_pages)->group("");
+    app.add_option("--map-ceiling", connector.ceilings.max_map_pages)->group("");
+    app.add_option("--lend-ceiling", connector.ceilings.max_lend_pages)->group("");
 
     CLI11_PARSE(app, argc, argv);
 
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
         options.platform = platform;
         options.device = {static_cast<xenhsa::xen::DomId>(fe_domid), devid};
         options.control_fd = control_fd;
-        options.session = session;
+        options.connector = connector;
         options.log_level = level;
         options.confinement = confinement;
         return run_worker(options);
@@ -151,7 +151,7 @@ int main(int argc, char** argv) {
 
     SupervisorOptions options;
     options.platform = platform;
-    options.session = session;
+    options.connector = connector;
     options.confinement = confinement;
     options.log_level = level;
     options.pools = pools;

@@ -299,9 +299,9 @@ private:
         dev.held_pages = held_pages(dev.id.fe);
         dev.ceilings = shares_.ceilings(dev.held_pages);
         SupervisorOptions options = options_for(dev.id.fe);
-        options.session.ceilings = dev.ceilings;
-        options.session.agent_threads =
-            agent_threads_for(options.session.agent_threads, shares_.guests(), cpus_);
+        options.connector.ceilings = dev.ceilings;
+        options.connector.agent_threads =
+            agent_threads_for(options.connector.agent_threads, shares_.guests(), cpus_);
         auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
         if (!worker) {
             log_->error("cannot start a worker for {}: {}", to_string(dev.id),
@@ -384,7 +384,7 @@ private:
     SupervisorOptions options_for(xen::DomId domid) const {
         SupervisorOptions options = options_;
         if (const auto it = domain_settings_.find(domid); it != domain_settings_.end()) {
-            auto& settings = options.session.settings;
+            auto& settings = options.connector.settings;
             settings.insert(settings.end(), it->second.begin(), it->second.end());
         }
         return options;
@@ -626,13 +626,13 @@ private:
             }
         }
         SupervisorOptions probe = options_for(domid.value_or(0));
-        probe.session.settings.insert(probe.session.settings.end(), settings->begin(),
-                                      settings->end());
-        if (const auto problem = check_session_config(probe.session)) {
+        probe.connector.settings.insert(probe.connector.settings.end(), settings->begin(),
+                                        settings->end());
+        if (const auto problem = check_connector_config(probe.connector)) {
             reply(error_reply(*problem));
             return;
         }
-        auto& remembered = domid ? domain_settings_[*domid] : options_.session.settings;
+        auto& remembered = domid ? domain_settings_[*domid] : options_.connector.settings;
         remembered.insert(remembered.end(), settings->begin(), settings->end());
         log_->info("operator quota change{}", domid ? " of domain " + std::to_string(*domid) : "");
         ask_workers(domid, nlohmann::json{{"op", op::quotas}, {"set", *settings}}, "updated",
@@ -742,7 +742,7 @@ private:
         }
     }
 
-    SupervisorOptions options_;  // session.settings grows with `xenhsa-ctl quota`
+    SupervisorOptions options_;  // connector.settings grows with `xenhsa-ctl quota`
     std::map<xen::DomId, std::vector<std::string>> domain_settings_;
     xen::Platform& platform_;
     std::filesystem::path worker_exe_;
@@ -805,7 +805,7 @@ int run_supervisor(const SupervisorOptions& options) {
             return 1;
         }
     }
-    if (const auto problem = check_session_config(options.session)) {
+    if (const auto problem = check_connector_config(options.connector)) {
         spdlog::error("{}", *problem);
         return 1;
     }

@@ -18,10 +18,10 @@ namespace xenhsa::backend::service {
 namespace {
 
 // The worker's loop and the objects on it, in construction order (destroyed in reverse:
-// the device, and with it the session, before the platform it uses).
+// the device, and with it the connected guest, before the platform it uses).
 class Worker {
 public:
-    Worker(const WorkerOptions& options, xen::Platform& platform, SessionFactory& factory)
+    Worker(const WorkerOptions& options, xen::Platform& platform, GuestConnector& factory)
         : options_(options),
           factory_(factory),
           log_(spdlog::default_logger()),
@@ -158,7 +158,7 @@ private:
             } else {
                 factory_.set_ceilings({static_cast<uint32_t>(*map), static_cast<uint32_t>(*lend)});
                 uint64_t revoked = 0;
-                (void)device_.update_limits({}, revoked);  // a live session gets them too
+                (void)device_.update_limits({}, revoked);  // a connected guest gets them too
                 device_.factory_ready();
             }
 #if XENHSA_TEST_HOOKS
@@ -191,7 +191,7 @@ private:
     }
 
     const WorkerOptions& options_;
-    SessionFactory& factory_;
+    GuestConnector& factory_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;
     boost::asio::signal_set signals_;
@@ -214,7 +214,7 @@ int run_worker(const WorkerOptions& options) {
         return 1;
     }
     std::string error;
-    auto factory = make_session_factory(options.session, spdlog::default_logger(), error);
+    auto factory = make_connector(options.connector, spdlog::default_logger(), error);
     if (!factory) {
         spdlog::error("cannot set up sessions: {}", error);
         return 1;

@@ -34,28 +34,28 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
         args.push_back(options.platform.sim_dir.string());
     }
     args.emplace_back("--gpu");
-    args.push_back(options.session.gpu_mode);
+    args.push_back(options.connector.gpu_mode);
     args.emplace_back("--soft-gfx");
-    args.push_back(options.session.soft_gfx);
-    if (options.session.agent_threads != 0) {
+    args.push_back(options.connector.soft_gfx);
+    if (options.connector.agent_threads != 0) {
         args.emplace_back("--agent-threads");
-        args.push_back(std::to_string(options.session.agent_threads));
+        args.push_back(std::to_string(options.connector.agent_threads));
     }
     args.emplace_back("--ring-spin-us");
-    args.push_back(std::to_string(options.session.ring_spin_us));
-    if (!options.session.config_file.empty()) {
+    args.push_back(std::to_string(options.connector.ring_spin_us));
+    if (!options.connector.config_file.empty()) {
         args.emplace_back("--config");
-        args.push_back(options.session.config_file.string());
+        args.push_back(options.connector.config_file.string());
     }
-    for (const auto& setting : options.session.settings) {
+    for (const auto& setting : options.connector.settings) {
         args.emplace_back("--set");
         args.push_back(setting);
     }
-    if (const auto& map = options.session.ceilings.max_map_pages) {
+    if (const auto& map = options.connector.ceilings.max_map_pages) {
         args.emplace_back("--map-ceiling");
         args.push_back(std::to_string(*map));
     }
-    if (const auto& lend = options.session.ceilings.max_lend_pages) {
+    if (const auto& lend = options.connector.ceilings.max_lend_pages) {
         args.emplace_back("--lend-ceiling");
         args.push_back(std::to_string(*lend));
     }

@@ -8,7 +8,7 @@
 namespace xenhsa::backend::service {
 
 XenbusDevice::XenbusDevice(boost::asio::io_context& io, xen::Platform& platform,
-                           SessionFactory& factory, DeviceId id,
+                           GuestConnector& factory, DeviceId id,
                            std::shared_ptr<spdlog::logger> log)
     : io_(io),
       platform_(platform),
@@ -19,7 +19,7 @@ XenbusDevice::XenbusDevice(boost::asio::io_context& io, xen::Platform& platform,
       be_dir_(backend_dir(be_, id)),
       fe_dir_(frontend_dir(id)) {}
 
-XenbusDevice::~XenbusDevice() { session_.reset(); }
+XenbusDevice::~XenbusDevice() { guest_.reset(); }
 
 xen::Result<void> XenbusDevice::start() {
     if (const Write w = advertise(); w != Write::ok) {
@@ -116,7 +116,7 @@ void XenbusDevice::connect() {
         return;
     }
     const uint64_t generation = ++generation_;
-    SessionFatal fatal = [this, &io = io_, weak = std::weak_ptr<int>(alive_),
+    CloseRequest fatal = [this, &io = io_, weak = std::weak_ptr<int>(alive_),
                           generation](std::string why) {
         // May run on any thread, even after this device is gone: touch `this` only on the
         // loop, and only while `weak` says it exists.
@@ -124,18 +124,18 @@ void XenbusDevice::connect() {
             if (weak.expired() || generation != generation_) {
                 return;
             }
-            log_->warn("closing the session: {}", why);
+            log_->warn("closing the connection: {}", why);
             close(std::to_string(EPROTO) + " " + why);
         });
     };
-    auto session =
-        factory_.connect(SessionStart{io_, platform_, be_, id_, keys.value(), std::move(fatal)});
-    if (!session) {
-        log_->warn("cannot connect: {}", session.error().message());
-        close(std::to_string(session.error().value()) + " connect: " + session.error().message());
+    auto guest =
+        factory_.connect(ConnectArgs{io_, platform_, be_, id_, keys.value(), std::move(fatal)});
+    if (!guest) {
+        log_->warn("cannot connect: {}", guest.error().message());
+        close(std::to_string(guest.error().value()) + " connect: " + guest.error().message());
         return;
     }
-    session_ = std::move(session).value();
+    guest_ = std::move(guest).value();
     if (!error_.empty()) {
         (void)platform_.store->rm(xen::kNoTx, be_dir_ + "/error");
         error_.clear();
@@ -154,19 +154,19 @@ void XenbusDevice::close(const std::string& error) {
     if (state_ != XenbusState::closing && set_state(XenbusState::closing) != Write::ok) {
         return;
     }
-    session_.reset();
+    guest_.reset();
     (void)set_state(XenbusState::closed);
 }
 
 void XenbusDevice::revoke_all() noexcept {
-    if (session_) {
+    if (guest_) {
         log_->info("operator revoke: revoking everything the guest holds");
-        session_->revoke_all();
+        guest_->revoke_all();
     }
 }
 
 bool XenbusDevice::revoke_handle(uint64_t handle) noexcept {
-    if (!session_ || !session_->revoke_handle(handle)) {
+    if (!guest_ || !guest_->revoke_handle(handle)) {
         return false;
     }
     log_->info("operator revoke of handle {:#x}", handle);
@@ -179,8 +179,8 @@ std::optional<std::string> XenbusDevice::update_limits(const std::vector<std::st
     if (auto refused = factory_.update_limits(settings)) {
         return refused;
     }
-    if (session_) {
-        revoked = session_->enforce_limits();
+    if (guest_) {
+        revoked = guest_->enforce_limits();
         if (revoked != 0) {
             log_->info("new limits: revoked {} object(s) over quota", revoked);
         }
@@ -195,14 +195,14 @@ void XenbusDevice::shutdown() noexcept {
     if (!failed_ && state_ != XenbusState::closed) {
         close({});
     }
-    session_.reset();
+    guest_.reset();
     stopped_ = true;
 }
 
 DeviceStatus XenbusDevice::status() const {
     DeviceStatus s{id_, state_, {}, error_};
-    if (session_) {
-        s.stats = session_->stats();
+    if (guest_) {
+        s.stats = guest_->stats();
     }
     return s;
 }
@@ -261,14 +261,14 @@ void XenbusDevice::unplugged() {
         log_->info("backend directory removed: device unplugged");
     }
     ++generation_;
-    session_.reset();
+    guest_.reset();
     stopped_ = true;
     state_ = XenbusState::closed;
 }
 
 void XenbusDevice::store_failed(const char* what, std::error_code ec) {
     ++generation_;
-    session_.reset();
+    guest_.reset();
     if (failed_) {
         return;
     }

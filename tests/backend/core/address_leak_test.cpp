@@ -156,7 +156,7 @@ TEST_F(AddressLeakTest, NoReplyNamesAnAddressOfTheWorker) {
         keep("HELLO", r);
     }
     {
-        SessionHarness probe(o);
+        RequestsHarness probe(o);
         std::vector<char> heap(1 << 20);
         const uint64_t taken = reinterpret_cast<uint64_t>(heap.data()) & ~((1ull << 30) - 1);
         auto refused = probe.send(XENHSA_CMD_HELLO, probe.hello_req(taken));
@@ -243,12 +243,12 @@ TEST_F(AddressLeakTest, NoReplyNamesAnAddressOfTheWorker) {
     }
     // Errors too, and the revoke of the LEND (a notify record).
     send_kept("UNMAP", XENHSA_CMD_UNMAP, xenhsa_handle_req{0x1234});
-    ASSERT_TRUE(h().session->revoke_handle(payload_of<xenhsa_lend_rsp>(*lent).handle));
+    ASSERT_TRUE(h().requests->revoke_handle(payload_of<xenhsa_lend_rsp>(*lent).handle));
     std::vector<std::byte> notify(kPage);
     std::memcpy(notify.data(), h().notify_page.get(), kPage);
     seen_.push_back({"notify page", notify});
 
-    const uint64_t window_end = base + h().session->window().size();
+    const uint64_t window_end = base + h().requests->window().size();
     const auto mappings = own_mappings();
     // The modelled event page is one of them (the check can see a leak).
     ASSERT_TRUE(std::any_of(mappings.begin(), mappings.end(), [&](const Mapping& m) {

@@ -49,7 +49,7 @@ DoorbellPollPolicy quick_policy() {
 TEST_F(DoorbellWatchTest, AStoreWithoutAKickReachesTheDevice) {
     const auto s = h.map_pin_queue(h.base);
     ASSERT_NE(s.queue, 0u);
-    DoorbellWatch watch(h.io, *page, *h.session, quick_policy());
+    DoorbellWatch watch(h.io, *page, *h.requests, quick_policy());
     watch.update();
     EXPECT_TRUE(watch.polling());
     store(h.doorbell, 7);
@@ -61,12 +61,12 @@ TEST_F(DoorbellWatchTest, AStoreWithoutAKickReachesTheDevice) {
     ASSERT_TRUE(h.run_until([&] { return h.kfd.last_doorbell() == 8; }));
     EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
     EXPECT_EQ(h.log.count("doorbell"), 2u) << "each change once";
-    EXPECT_EQ(h.session->stats().doorbells_forwarded, 2u);
-    EXPECT_EQ(h.session->stats().doorbell_polls, watch.polls());
+    EXPECT_EQ(h.requests->stats().doorbells_forwarded, 2u);
+    EXPECT_EQ(h.requests->stats().doorbell_polls, watch.polls());
 }
 
 TEST_F(DoorbellWatchTest, WithoutQueuesItHoldsNoTimer) {
-    DoorbellWatch watch(h.io, *page, *h.session, quick_policy());
+    DoorbellWatch watch(h.io, *page, *h.requests, quick_policy());
     watch.update();
     EXPECT_FALSE(watch.polling());
     const auto s = h.map_pin_queue(h.base);
@@ -86,7 +86,7 @@ TEST_F(DoorbellWatchTest, WithoutQueuesItHoldsNoTimer) {
 
 TEST_F(DoorbellWatchTest, IdleItSlowsDownToTheSlowInterval) {
     h.map_pin_queue(h.base);
-    DoorbellWatch watch(h.io, *page, *h.session, quick_policy());
+    DoorbellWatch watch(h.io, *page, *h.requests, quick_policy());
     watch.update();
     run_for(100ms);  // spin, back off, reach the slow phase
     const uint64_t before = watch.polls();
@@ -100,7 +100,7 @@ TEST_F(DoorbellWatchTest, ActivityReturnsItToTheSpinPhase) {
     h.map_pin_queue(h.base);
     auto policy = quick_policy();
     policy.slow_interval = 500ms;
-    DoorbellWatch watch(h.io, *page, *h.session, policy);
+    DoorbellWatch watch(h.io, *page, *h.requests, policy);
     watch.update();
     run_for(100ms);
     // A pass forwarded a change (a kick, a request): the long timer gives way at once.
@@ -113,7 +113,7 @@ TEST_F(DoorbellWatchTest, ActivityReturnsItToTheSpinPhase) {
 
 TEST_F(DoorbellWatchTest, StopEndsItForGood) {
     h.map_pin_queue(h.base);
-    DoorbellWatch watch(h.io, *page, *h.session, quick_policy());
+    DoorbellWatch watch(h.io, *page, *h.requests, quick_policy());
     watch.update();
     watch.stop();
     watch.update();

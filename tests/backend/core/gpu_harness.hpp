@@ -2,16 +2,16 @@
 #ifndef XENHSA_TESTS_BACKEND_CORE_GPU_HARNESS_HPP
 #define XENHSA_TESTS_BACKEND_CORE_GPU_HARNESS_HPP
 
-#include "session_harness.hpp"
+#include "requests_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 
 inline constexpr uint32_t kGpuNode = 1;
 inline constexpr uint64_t kGpuMask = 1u << kGpuNode;
 
-class GpuHarness : public SessionHarness {
+class GpuHarness : public RequestsHarness {
 public:
-    explicit GpuHarness(const HarnessOptions& o = {}) : SessionHarness(o) {
+    explicit GpuHarness(const HarnessOptions& o = {}) : RequestsHarness(o) {
         base = connect(o.features);
     }
 

@@ -1,4 +1,4 @@
-// The GPU commands through the real GpuSession over a recording device: the backend's own
+// The GPU commands through the real GpuContext over a recording device: the backend's own
 // checks (coverage, nodes, handles), deferral of UNMAP under a live queue, doorbells.
 #include <cstring>
 
@@ -28,7 +28,7 @@ TEST(Pin, MustLieInWritableMapsUnlessReadOnly) {
     p.flags = XENHSA_PIN_READ_ONLY;
     EXPECT_EQ(h.status(XENHSA_CMD_PIN, p), XENHSA_STATUS_OK);
     EXPECT_NE(h.log.find("register_user "), EventLog::npos);
-    EXPECT_EQ(h.session->stats().pinned_pages, 5u);
+    EXPECT_EQ(h.requests->stats().pinned_pages, 5u);
 }
 
 TEST(Pin, UnmapOfAPinnedMapIsBusyUntilUnpinned) {
@@ -111,7 +111,7 @@ TEST(Queue, NeedsGpuMappedPinsOnItsNode) {
     q.wptr_va = h.base + 0x1008;
     auto r = h.send(XENHSA_CMD_QUEUE_CREATE, q);
     ASSERT_TRUE(r && r->status == XENHSA_STATUS_OK);
-    EXPECT_EQ(h.session->stats().queues, 1u);
+    EXPECT_EQ(h.requests->stats().queues, 1u);
 }
 
 TEST(Queue, UnmapUnderALiveQueueIsDeferredUntilQueueDestroy) {
@@ -146,7 +146,7 @@ TEST(Queue, UnmapUnderALiveQueueIsDeferredUntilQueueDestroy) {
     EXPECT_LT(d, g);
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(protection_at(at(h.base)), "---p");
-    EXPECT_EQ(h.session->stats().mapped_pages, 0u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 0u);
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(h.base, 1, 20)), XENHSA_STATUS_OK);
 }
 
@@ -177,13 +177,13 @@ TEST(Queue, DoorbellsAreForwardedWhenTheyMove) {
     std::memset(page.get(), 0, sizeof *page);
     page->doorbell[h.doorbell] = 5;
     page->doorbell[h.doorbell + 1] = 9;  // no queue there: ignored
-    h.session->doorbells(*page);
+    h.requests->doorbells(*page);
     EXPECT_EQ(h.kfd.last_doorbell(), 5u);
     EXPECT_EQ(h.log.count("doorbell"), 1u);
-    h.session->doorbells(*page);  // unchanged: not forwarded again
+    h.requests->doorbells(*page);  // unchanged: not forwarded again
     EXPECT_EQ(h.log.count("doorbell"), 1u);
     page->doorbell[h.doorbell] = 6;
-    h.session->doorbells(*page);
+    h.requests->doorbells(*page);
     EXPECT_EQ(h.kfd.last_doorbell(), 6u);
 }
 
@@ -196,15 +196,15 @@ TEST(Queue, AReusedDoorbellIndexNeverLosesItsFirstDoorbell) {
     const auto s = h.map_pin_queue(h.base);
     const uint32_t index = h.doorbell;
     page.doorbell[index] = 1;  // the old queue's one packet
-    EXPECT_EQ(h.session->doorbells(page), 1u);
+    EXPECT_EQ(h.requests->doorbells(page), 1u);
     ASSERT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_OK);
     ASSERT_NE(h.queue_ok(h.base, h.base + 4096), 0u);
     ASSERT_EQ(h.doorbell, index);  // the freed index again
     // Any request in between rescans the page: nothing new for the new queue yet.
-    EXPECT_EQ(h.session->doorbells(page), 0u);
+    EXPECT_EQ(h.requests->doorbells(page), 0u);
     // Its first packet: write index 1, the very value the old queue left there.
     __atomic_store_n(&page.doorbell[index], 1u, __ATOMIC_RELEASE);
-    EXPECT_EQ(h.session->doorbells(page), 1u);
+    EXPECT_EQ(h.requests->doorbells(page), 1u);
     EXPECT_EQ(h.kfd.last_doorbell(), 1u);
 }
 
@@ -241,7 +241,7 @@ HarnessOptions with_sdma() {
 
 TEST(Queue, SdmaQueuesNeedTheirFeature) {
     GpuHarness h;  // asked for the v1 bits only
-    ASSERT_EQ(h.session->features() & XENHSA_FEATURE_SDMA, 0u);
+    ASSERT_EQ(h.requests->features() & XENHSA_FEATURE_SDMA, 0u);
     h.map_ok(h.base, 2, 0);
     ASSERT_EQ(h.map_to_gpu(h.pin_ok(h.base, 0x2000)), XENHSA_STATUS_OK);
     auto q = h.queue_req(h.base, h.base + 0x1000);
@@ -256,7 +256,7 @@ TEST(Queue, SdmaQueuesNeedTheirFeature) {
 
 TEST(Queue, SdmaQueuesReachTheDeviceAsSdma) {
     GpuHarness h(with_sdma());
-    ASSERT_NE(h.session->features() & XENHSA_FEATURE_SDMA, 0u);
+    ASSERT_NE(h.requests->features() & XENHSA_FEATURE_SDMA, 0u);
     h.map_ok(h.base, 2, 0);
     ASSERT_EQ(h.map_to_gpu(h.pin_ok(h.base, 0x2000)), XENHSA_STATUS_OK);
     auto q = h.queue_req(h.base, h.base + 0x1000);
@@ -271,9 +271,9 @@ TEST(Queue, SdmaQueuesReachTheDeviceAsSdma) {
     auto page = std::make_unique<xenhsa_doorbell_page>();
     std::memset(page.get(), 0, sizeof *page);
     page->doorbell[rsp.doorbell_index] = 0x1000;
-    EXPECT_EQ(h.session->doorbells(*page), 1u);
+    EXPECT_EQ(h.requests->doorbells(*page), 1u);
     EXPECT_EQ(h.kfd.last_doorbell(), 0x1000u);
-    EXPECT_EQ(h.session->stats().doorbells_forwarded, 1u);
+    EXPECT_EQ(h.requests->stats().doorbells_forwarded, 1u);
 }
 
 TEST(Queue, ADeviceThatRefusesSdmaAnswersUnsupported) {
@@ -286,7 +286,7 @@ TEST(Queue, ADeviceThatRefusesSdmaAnswersUnsupported) {
     auto q = h.queue_req(h.base, h.base + 0x1000);
     q.type = XENHSA_QUEUE_SDMA;
     EXPECT_EQ(h.status(XENHSA_CMD_QUEUE_CREATE, q), XENHSA_STATUS_UNSUPPORTED);
-    EXPECT_EQ(h.session->stats().queues, 0u);
+    EXPECT_EQ(h.requests->stats().queues, 0u);
 }
 
 TEST(Queue, GpuFaultIsNotifiedOnce) {
@@ -317,7 +317,7 @@ TEST(Events, NodeAndQuotaChecks) {
     EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_OK);
     h.map_ok(h.base, 1, 0);  // MAP handles count too
     EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_QUOTA);
-    EXPECT_EQ(h.session->stats().handles, 2u);
+    EXPECT_EQ(h.requests->stats().handles, 2u);
 }
 
 TEST(Events, SetResetDestroy) {
@@ -327,7 +327,7 @@ TEST(Events, SetResetDestroy) {
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_EVENT_RESET, ev), XENHSA_STATUS_OK);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_EVENT_DESTROY, ev), XENHSA_STATUS_OK);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_EVENT_SET, ev), XENHSA_STATUS_BAD_HANDLE);
-    EXPECT_EQ(h.session->stats().events, 0u);
+    EXPECT_EQ(h.requests->stats().events, 0u);
 }
 
 }  // namespace

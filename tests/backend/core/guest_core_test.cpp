@@ -23,11 +23,11 @@ protected:
     }
 
     void start(const GuestOptions& options = {}) {
-        gpu = std::make_unique<hsa::GpuSession>(base.kfd, gpu_limits(options.quotas, 16));
+        gpu = std::make_unique<hsa::GpuContext>(base.kfd, gpu_limits(options.quotas, 16));
         GuestPages pages{ring_pages, 0, notify.get(), doorbells.get()};
         auto core =
             GuestCore::start(base.io, events, FakeEventChannel::kPort, pages,
-                             SessionSeams{kGuestDomId, base.mapper, &base.sharer, gpu.get()},
+                             RequestSeams{kGuestDomId, base.mapper, &base.sharer, gpu.get()},
                              options, [this](std::string reason) {
                                  ++fatal;
                                  reason_ = std::move(reason);
@@ -74,9 +74,9 @@ protected:
         void operator()(void* p) const noexcept { std::free(p); }
     };
 
-    SessionHarness base{[] {
+    RequestsHarness base{[] {
         HarnessOptions o;
-        o.gpu = false;  // the fixture builds its own GpuSession and Session (GuestCore)
+        o.gpu = false;  // the fixture builds its own GpuContext and GuestRequests (GuestCore)
         return o;
     }()};
     FakeEventChannel events;
@@ -84,7 +84,7 @@ protected:
     std::unique_ptr<xenhsa_notify_page, FreeDeleter> notify;
     std::unique_ptr<xenhsa_doorbell_page, FreeDeleter> doorbells;
     std::unique_ptr<frontend::FrontRing> front;
-    std::unique_ptr<hsa::GpuSession> gpu;
+    std::unique_ptr<hsa::GpuContext> gpu;
     std::unique_ptr<GuestCore> guest;
     int fatal = 0;
     std::string reason_;
@@ -117,7 +117,7 @@ TEST_F(GuestCoreTest, HelloOverTheRingDrivenByKicks) {
     auto second = collect(1);
     ASSERT_EQ(second.size(), 1u);
     EXPECT_EQ(second[0].hdr.status, XENHSA_STATUS_OK);
-    EXPECT_EQ(guest->session().state(), Session::State::connected);
+    EXPECT_EQ(guest->requests().state(), GuestRequests::State::connected);
     EXPECT_GE(events.notified(), 2u);  // the guest asked for a kick each time
     EXPECT_EQ(fatal, 0);
 }

@@ -3,7 +3,7 @@
 #include <vector>
 #include <xenhsa/backend/core/guest_core.hpp>
 
-#include "session_harness.hpp"
+#include "requests_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 namespace {
@@ -11,13 +11,13 @@ namespace {
 constexpr uint64_t kGiB = 1ull << 30;
 
 TEST(Hello, ProposeThenConfirm) {
-    SessionHarness h;
+    RequestsHarness h;
     auto first = h.send(XENHSA_CMD_HELLO, h.hello_req(0));
     ASSERT_TRUE(first);
     ASSERT_EQ(first->status, XENHSA_STATUS_OK);
     ASSERT_EQ(first->len, sizeof(xenhsa_hello_rsp));
     const auto p = payload_of<xenhsa_hello_rsp>(*first);
-    EXPECT_EQ(h.session->state(), Session::State::negotiating);
+    EXPECT_EQ(h.requests->state(), GuestRequests::State::negotiating);
     EXPECT_EQ(p.version, 1u);
     EXPECT_EQ(p.ring_slots, 16u);
     EXPECT_EQ(p.va_size, kWindowSize);
@@ -32,13 +32,13 @@ TEST(Hello, ProposeThenConfirm) {
     auto second = h.send(XENHSA_CMD_HELLO, h.hello_req(p.va_base));
     ASSERT_TRUE(second);
     EXPECT_EQ(second->status, XENHSA_STATUS_OK);
-    EXPECT_EQ(h.session->state(), Session::State::connected);
-    EXPECT_EQ(h.session->window().base(), p.va_base);
-    EXPECT_EQ(h.session->features(), XENHSA_FEATURES_V1);
+    EXPECT_EQ(h.requests->state(), GuestRequests::State::connected);
+    EXPECT_EQ(h.requests->window().base(), p.va_base);
+    EXPECT_EQ(h.requests->features(), XENHSA_FEATURES_V1);
 }
 
 TEST(Hello, GuestChosenFreeWindowConnectsAtOnce) {
-    SessionHarness h;
+    RequestsHarness h;
     uint64_t base = 0;
     {
         auto probe = VaReservation::anywhere(kWindowSize, 0x300000000000ull);
@@ -49,11 +49,11 @@ TEST(Hello, GuestChosenFreeWindowConnectsAtOnce) {
     ASSERT_TRUE(r);
     EXPECT_EQ(r->status, XENHSA_STATUS_OK);
     EXPECT_EQ(payload_of<xenhsa_hello_rsp>(*r).va_base, base);
-    EXPECT_EQ(h.session->state(), Session::State::connected);
+    EXPECT_EQ(h.requests->state(), GuestRequests::State::connected);
 }
 
 TEST(Hello, GuestWindowOverTheWorkersOwnMemoryIsRefusedWithAProposal) {
-    SessionHarness h;
+    RequestsHarness h;
     std::vector<char> own(1 << 20, 'w');
     const uint64_t base = reinterpret_cast<uint64_t>(own.data()) & ~(kGiB - 1);
     auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(base));
@@ -68,7 +68,7 @@ TEST(Hello, GuestWindowOverTheWorkersOwnMemoryIsRefusedWithAProposal) {
     EXPECT_EQ(p.version, 0u);  // fields without a meaning for BAD_ADDRESS are zero
     EXPECT_EQ(p.features, 0u);
     EXPECT_EQ(p.max_handles, 0u);
-    EXPECT_NE(h.session->state(), Session::State::connected);
+    EXPECT_NE(h.requests->state(), GuestRequests::State::connected);
     EXPECT_EQ(own[4242], 'w');  // the worker's memory was not touched
     own[4242] = 'x';
     // The guest takes the proposal.
@@ -78,7 +78,7 @@ TEST(Hello, GuestWindowOverTheWorkersOwnMemoryIsRefusedWithAProposal) {
 }
 
 TEST(Hello, AFreshProposalIsNotTheRejectedOne) {
-    SessionHarness h;
+    RequestsHarness h;
     const auto a = payload_of<xenhsa_hello_rsp>(*h.send(XENHSA_CMD_HELLO, h.hello_req(0)));
     const auto b = payload_of<xenhsa_hello_rsp>(*h.send(XENHSA_CMD_HELLO, h.hello_req(0)));
     EXPECT_NE(a.va_base, b.va_base);
@@ -88,7 +88,7 @@ TEST(Hello, AFreshProposalIsNotTheRejectedOne) {
 // Guest data never sits where a NULL-plus-offset dereference in the worker lands: a
 // window below 1 GiB is refused without a proposal, and nothing is reserved there.
 TEST(Hello, WindowBelowTheFloorIsRefusedWithoutAProposal) {
-    SessionHarness h;
+    RequestsHarness h;
     for (const uint64_t low : {uint64_t{0x1000}, uint64_t{0x10000}, kGiB - kGiB / 2}) {
         auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(low & ~0xFFFull));
         ASSERT_TRUE(r);
@@ -99,7 +99,7 @@ TEST(Hello, WindowBelowTheFloorIsRefusedWithoutAProposal) {
         EXPECT_EQ(p.va_size, 0u);
         EXPECT_EQ(protection_at(reinterpret_cast<void*>(low & ~0xFFFull)), "");
     }
-    EXPECT_NE(h.session->state(), Session::State::connected);
+    EXPECT_NE(h.requests->state(), GuestRequests::State::connected);
 }
 
 // A proposal tells the guest where a free window lies, nothing more: not the first free
@@ -108,7 +108,7 @@ TEST(Hello, WindowBelowTheFloorIsRefusedWithoutAProposal) {
 TEST(Hello, ProposalsAreRandomAboveTheFloor) {
     std::set<uint64_t> first_proposals;
     for (int session = 0; session < 4; ++session) {
-        SessionHarness h;
+        RequestsHarness h;
         auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(0));
         ASSERT_TRUE(r && r->status == XENHSA_STATUS_OK);
         const auto p = payload_of<xenhsa_hello_rsp>(*r);
@@ -120,7 +120,7 @@ TEST(Hello, ProposalsAreRandomAboveTheFloor) {
 }
 
 TEST(Hello, VersionWithoutCommonGround) {
-    SessionHarness h;
+    RequestsHarness h;
     xenhsa_hello_req req = h.hello_req(0);
     req.version_min = 2;
     req.version_max = 5;
@@ -134,7 +134,7 @@ TEST(Hello, VersionWithoutCommonGround) {
 }
 
 TEST(Hello, SyntacticFailureStillCarriesThePayloadAndCounts) {
-    SessionHarness h;
+    RequestsHarness h;
     xenhsa_hello_req req = h.hello_req(0);
     req.version_min = 0;
     auto r = h.send(XENHSA_CMD_HELLO, req);
@@ -152,7 +152,7 @@ TEST(Hello, SyntacticFailureStillCarriesThePayloadAndCounts) {
 }
 
 TEST(Hello, NinthAttemptIsBadState) {
-    SessionHarness h;
+    RequestsHarness h;
     xenhsa_hello_req broken = h.hello_req(0);
     broken.va_size = 5;  // BAD_ARGUMENT, but it counts
     for (int i = 0; i < 7; ++i) {
@@ -161,15 +161,15 @@ TEST(Hello, NinthAttemptIsBadState) {
     // The 8th may still succeed ...
     EXPECT_EQ(h.status(XENHSA_CMD_HELLO, h.hello_req(0)), XENHSA_STATUS_OK);
     // ... the 9th may not, whatever it asks.
-    const auto proposal = h.session->state();
-    EXPECT_EQ(proposal, Session::State::negotiating);
+    const auto proposal = h.requests->state();
+    EXPECT_EQ(proposal, GuestRequests::State::negotiating);
     EXPECT_EQ(h.status(XENHSA_CMD_HELLO, h.hello_req(0)), XENHSA_STATUS_BAD_STATE);
     // Syntactic checks still come first.
     EXPECT_EQ(h.status(XENHSA_CMD_HELLO, broken), XENHSA_STATUS_BAD_ARGUMENT);
 }
 
 TEST(Hello, AfterConnectedIsBadState) {
-    SessionHarness h;
+    RequestsHarness h;
     h.connect();
     EXPECT_EQ(h.status(XENHSA_CMD_HELLO, h.hello_req(0)), XENHSA_STATUS_BAD_STATE);
 }
@@ -178,45 +178,45 @@ TEST(Hello, FeaturesAreTheRequestsBitsTheBackendSupports) {
     HarnessOptions o;
     o.gpu = false;
     o.sharer = false;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     const uint64_t asked = XENHSA_FEATURES_V1 | (1ull << 40);  // an unknown bit too
     auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(0, asked));
     ASSERT_TRUE(r);
     EXPECT_EQ(payload_of<xenhsa_hello_rsp>(*r).features, XENHSA_FEATURE_INDIRECT);
     h.connect(asked);
-    EXPECT_EQ(h.session->features(), XENHSA_FEATURE_INDIRECT);
+    EXPECT_EQ(h.requests->features(), XENHSA_FEATURE_INDIRECT);
 }
 
 TEST(Hello, SdmaIsGrantedWhenAskedForAndTheGpuSeamMakesSdmaQueues) {
     {
-        SessionHarness h;
+        RequestsHarness h;
         h.connect(XENHSA_FEATURES_KNOWN | (1ull << 40));
-        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_KNOWN);
+        EXPECT_EQ(h.requests->features(), XENHSA_FEATURES_KNOWN);
     }
     {
-        SessionHarness h;  // an older guest
+        RequestsHarness h;  // an older guest
         h.connect(XENHSA_FEATURES_V1);
-        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_V1);
+        EXPECT_EQ(h.requests->features(), XENHSA_FEATURES_V1);
     }
     {
-        SessionHarness h;  // a seam without SDMA (the libhsakmt adapter)
+        RequestsHarness h;  // a seam without SDMA (the libhsakmt adapter)
         h.kfd.set_sdma(false);
         h.connect(XENHSA_FEATURES_KNOWN);
-        EXPECT_EQ(h.session->features(), XENHSA_FEATURES_V1);
+        EXPECT_EQ(h.requests->features(), XENHSA_FEATURES_V1);
     }
     {
         HarnessOptions o;  // no GPU seam at all
         o.gpu = false;
-        SessionHarness h(o);
+        RequestsHarness h(o);
         h.connect(XENHSA_FEATURES_KNOWN);
-        EXPECT_EQ(h.session->features() & (XENHSA_FEATURE_GPU | XENHSA_FEATURE_SDMA), 0u);
+        EXPECT_EQ(h.requests->features() & (XENHSA_FEATURE_GPU | XENHSA_FEATURE_SDMA), 0u);
     }
-    EXPECT_EQ(SessionOptions{}.features, XENHSA_FEATURES_KNOWN) << "the default allows SDMA";
+    EXPECT_EQ(RequestOptions{}.features, XENHSA_FEATURES_KNOWN) << "the default allows SDMA";
     EXPECT_EQ(GuestOptions{}.features, XENHSA_FEATURES_KNOWN);
 }
 
 TEST(Hello, CommandsBeforeConnectedAreBadStateUnlessMalformed) {
-    SessionHarness h;
+    RequestsHarness h;
     xenhsa_query_req q{};
     q.kind = XENHSA_QUERY_VERSION;
     EXPECT_EQ(h.status(XENHSA_CMD_QUERY, q), XENHSA_STATUS_BAD_STATE);
@@ -231,7 +231,7 @@ TEST(Hello, MaxInFlightStaysBelowRingSlots) {
     HarnessOptions o;
     o.quotas.max_in_flight = 127;
     o.ring_slots = 32;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     auto r = h.send(XENHSA_CMD_HELLO, h.hello_req(0));
     ASSERT_TRUE(r);
     const auto p = payload_of<xenhsa_hello_rsp>(*r);
@@ -242,7 +242,7 @@ TEST(Hello, MaxInFlightStaysBelowRingSlots) {
 TEST(Hello, SessionEndReleasesTheWindow) {
     uint64_t base = 0;
     {
-        SessionHarness h;
+        RequestsHarness h;
         base = h.connect();
         EXPECT_EQ(protection_at(reinterpret_cast<void*>(base)), "---p");
     }

@@ -1,7 +1,7 @@
 // LEND, its UNMAP, and its revoke with the REVOKED notification (§5.3, §5.6, §6).
 #include <cstring>
 
-#include "session_harness.hpp"
+#include "requests_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 namespace {
@@ -17,7 +17,7 @@ xenhsa_lend_req lend_req(uint64_t va, uint32_t npages, bool rw = true) {
 }
 
 TEST(Lend, InlineGrantsAtTheGuestsAddress) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect() + 0x40000;
     const xenhsa_lend_req req = lend_req(va, 3);
     auto r = h.send(XENHSA_CMD_LEND, req);
@@ -34,11 +34,11 @@ TEST(Lend, InlineGrantsAtTheGuestsAddress) {
     const auto page = h.sharer.read_page(rsp.gref[1]);
     ASSERT_FALSE(page.empty());
     EXPECT_EQ(std::memcmp(page.data(), "lent", 5), 0);
-    EXPECT_EQ(h.session->stats().lent_pages, 3u);
+    EXPECT_EQ(h.requests->stats().lent_pages, 3u);
 }
 
 TEST(Lend, LargeLendIsDescribedByIndirectPages) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect() + 0x1000000;
     const xenhsa_lend_req req = lend_req(va, 1100, false);
     auto r = h.send(XENHSA_CMD_LEND, req);
@@ -65,25 +65,25 @@ TEST(Lend, LargeLendIsDescribedByIndirectPages) {
 }
 
 TEST(Lend, FeatureGates) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect(XENHSA_FEATURE_LEND);  // no INDIRECT
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va, 52)), XENHSA_STATUS_OK);
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va + 0x100000, 53)), XENHSA_STATUS_UNSUPPORTED);
 
-    SessionHarness no_lend;
+    RequestsHarness no_lend;
     const uint64_t va2 = no_lend.connect(XENHSA_FEATURE_INDIRECT);
     EXPECT_EQ(no_lend.status(XENHSA_CMD_LEND, lend_req(va2, 1)), XENHSA_STATUS_UNSUPPORTED);
 
     HarnessOptions o;
     o.sharer = false;  // no sharing seam: LEND is never granted
-    SessionHarness unshared(o);
+    RequestsHarness unshared(o);
     const uint64_t va3 = unshared.connect();
-    EXPECT_EQ(unshared.session->features() & XENHSA_FEATURE_LEND, 0u);
+    EXPECT_EQ(unshared.requests->features() & XENHSA_FEATURE_LEND, 0u);
     EXPECT_EQ(unshared.status(XENHSA_CMD_LEND, lend_req(va3, 1)), XENHSA_STATUS_UNSUPPORTED);
 }
 
 TEST(Lend, ShareFailureIsNoMemoryWithNothingLeft) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     h.sharer.fail_shares = 1;
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va, 2)), XENHSA_STATUS_NO_MEMORY);
@@ -94,15 +94,15 @@ TEST(Lend, ShareFailureIsNoMemoryWithNothingLeft) {
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va, 60)), XENHSA_STATUS_NO_MEMORY);
     EXPECT_EQ(h.sharer.live_shares(), 0u);
     EXPECT_EQ(protection_at(at(va)), "---p");
-    EXPECT_EQ(h.session->stats().lent_pages, 0u);
-    EXPECT_EQ(h.session->stats().handles, 0u);
+    EXPECT_EQ(h.requests->stats().lent_pages, 0u);
+    EXPECT_EQ(h.requests->stats().handles, 0u);
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va, 60)), XENHSA_STATUS_OK);
 }
 
 TEST(Lend, QuotaAndAddressChecks) {
     HarnessOptions o;
     o.quotas.max_lend_pages = 4;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     const uint64_t base = h.connect();
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(base, 3)), XENHSA_STATUS_OK);
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, lend_req(base + 0x10000, 2)), XENHSA_STATUS_QUOTA);
@@ -112,7 +112,7 @@ TEST(Lend, QuotaAndAddressChecks) {
 }
 
 TEST(Lend, UnmapEndsSharingAndScrubs) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     auto r = h.send(XENHSA_CMD_LEND, lend_req(va, 2));
     const auto rsp = payload_of<xenhsa_lend_rsp>(*r);
@@ -121,12 +121,12 @@ TEST(Lend, UnmapEndsSharingAndScrubs) {
     EXPECT_EQ(h.sharer.live_shares(), 0u);
     EXPECT_NE(h.log.find("share_end"), EventLog::npos);
     EXPECT_EQ(protection_at(at(va)), "---p");
-    EXPECT_EQ(h.session->stats().lent_pages, 0u);
+    EXPECT_EQ(h.requests->stats().lent_pages, 0u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, rsp.handle), XENHSA_STATUS_BAD_HANDLE);
 }
 
 TEST(Lend, UnmapWhileTheGuestStillMapsFallsBackToRevoke) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     const auto rsp = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lend_req(va, 1)));
     h.sharer.guest_maps.insert(rsp.gref[0]);
@@ -136,13 +136,13 @@ TEST(Lend, UnmapWhileTheGuestStillMapsFallsBackToRevoke) {
 }
 
 TEST(Lend, RevokePostsRevokedAndTheRangeAnswersRevokedUntilAcknowledged) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     const uint64_t va = base + 0x80000;
     const auto rsp = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lend_req(va, 4)));
     std::memset(at(va), 0x77, 4 * 4096);
 
-    ASSERT_TRUE(h.session->revoke_handle(rsp.handle));
+    ASSERT_TRUE(h.requests->revoke_handle(rsp.handle));
     EXPECT_NE(h.log.find("share_revoke"), EventLog::npos);
     // REVOKED on the notify page: handle, va, npages.
     ASSERT_EQ(h.notify_page->prod, 1u);
@@ -152,7 +152,7 @@ TEST(Lend, RevokePostsRevokedAndTheRangeAnswersRevokedUntilAcknowledged) {
     EXPECT_EQ(n.arg0, va);
     EXPECT_EQ(n.arg1, 4u);
     // Revoke is idempotent: no second record.
-    EXPECT_TRUE(h.session->revoke_handle(rsp.handle));
+    EXPECT_TRUE(h.requests->revoke_handle(rsp.handle));
     EXPECT_EQ(h.notify_page->prod, 1u);
 
     // Requests naming the range get REVOKED.
@@ -173,11 +173,11 @@ TEST(Lend, RevokePostsRevokedAndTheRangeAnswersRevokedUntilAcknowledged) {
     // The acknowledgement.
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, rsp.handle), XENHSA_STATUS_OK);
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(va, 1, 1)), XENHSA_STATUS_OK);
-    EXPECT_EQ(h.session->stats().lent_pages, 0u);
+    EXPECT_EQ(h.requests->stats().lent_pages, 0u);
 }
 
 TEST(Lend, RevokedNotificationsAreNeverDroppedWhenThePageIsFull) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     std::vector<hsa::Handle> lends;
     for (uint32_t i = 0; i < 70; ++i) {
@@ -186,14 +186,14 @@ TEST(Lend, RevokedNotificationsAreNeverDroppedWhenThePageIsFull) {
         lends.push_back(payload_of<xenhsa_lend_rsp>(*r).handle);
     }
     for (hsa::Handle l : lends) {
-        ASSERT_TRUE(h.session->revoke_handle(l));
+        ASSERT_TRUE(h.requests->revoke_handle(l));
     }
     EXPECT_EQ(h.notify_page->prod, 64u);  // the guest has consumed nothing
-    EXPECT_EQ(h.session->notify().backlog(), 6u);
-    EXPECT_FALSE(h.session->notify().overflowed());
+    EXPECT_EQ(h.requests->notify().backlog(), 6u);
+    EXPECT_FALSE(h.requests->notify().overflowed());
     // The guest consumes everything published; the backlog follows, in order.
     h.notify_page->cons = 64;
-    h.session->notify().flush();
+    h.requests->notify().flush();
     EXPECT_EQ(h.notify_page->prod, 70u);
     for (uint32_t i = 64; i < 70; ++i) {
         EXPECT_EQ(h.notify_page->slot[i % 64].handle, lends[i]) << i;
@@ -204,16 +204,16 @@ TEST(Lend, RevokedNotificationsAreNeverDroppedWhenThePageIsFull) {
 }
 
 TEST(Lend, QuotaBreachRevokesTheNewestLends) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     std::vector<hsa::Handle> lends;
     for (uint32_t i = 0; i < 3; ++i) {
         auto r = h.send(XENHSA_CMD_LEND, lend_req(base + i * 0x10000ull, 2));
         lends.push_back(payload_of<xenhsa_lend_rsp>(*r).handle);
     }
-    Quotas lower = h.session->quotas();
+    Quotas lower = h.requests->quotas();
     lower.max_lend_pages = 3;
-    EXPECT_EQ(h.session->enforce_quotas(lower), 2u);
+    EXPECT_EQ(h.requests->enforce_quotas(lower), 2u);
     ASSERT_EQ(h.notify_page->prod, 2u);
     EXPECT_EQ(h.notify_page->slot[0].handle, lends[2]);
     EXPECT_EQ(h.notify_page->slot[1].handle, lends[1]);

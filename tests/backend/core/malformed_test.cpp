@@ -2,7 +2,7 @@
 // and never end the session.
 #include <cstring>
 
-#include "session_harness.hpp"
+#include "requests_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 namespace {
@@ -16,7 +16,7 @@ protected:
         return r ? r->status : 0xFFFFFFFFu;
     }
 
-    SessionHarness h;
+    RequestsHarness h;
     uint64_t base = 0;
 };
 
@@ -35,7 +35,7 @@ TEST_F(Malformed, Header) {
     slot.hdr.cmd = XENHSA_CMD_UNMAP;
     slot.hdr.len = 4000;
     slot.hdr.seqno = 77;
-    h.session->handle(slot, h.sink);
+    h.requests->handle(slot, h.sink);
     EXPECT_EQ(h.sink.replies.back().status, XENHSA_STATUS_BAD_LENGTH);
     EXPECT_EQ(h.sink.replies.back().seqno, 77u);
     EXPECT_EQ(h.sink.replies.back().len, 0u);
@@ -169,7 +169,7 @@ TEST_F(Malformed, HandlesQueryEventsAndQueues) {
 }
 
 TEST_F(Malformed, FeatureStepComesBeforeHandles) {
-    SessionHarness plain;
+    RequestsHarness plain;
     plain.connect(XENHSA_FEATURE_INDIRECT);  // no GPU, no WAIT_CANCEL
     xenhsa_handle_req hr{};
     hr.handle = 0x999;

@@ -2,7 +2,7 @@
 #include <cstring>
 #include <vector>
 
-#include "session_harness.hpp"
+#include "requests_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
 namespace {
@@ -10,7 +10,7 @@ namespace {
 void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
 
 TEST(Map, InlinePagesAppearAtTheGuestsAddress) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     const uint64_t va = base + 0x100000;
     std::memcpy(h.memory.page(10), "hello", 6);
@@ -23,19 +23,19 @@ TEST(Map, InlinePagesAppearAtTheGuestsAddress) {
     std::memcpy(at(va), "HELLO", 6);
     EXPECT_EQ(std::memcmp(h.memory.page(10), "HELLO", 6), 0);
     EXPECT_EQ(protection_at(at(va)), "rw-s");
-    EXPECT_EQ(h.session->stats().mapped_pages, 2u);
-    EXPECT_EQ(h.session->stats().handles, 1u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 2u);
+    EXPECT_EQ(h.requests->stats().handles, 1u);
 }
 
 TEST(Map, ReadOnlyMapIsReadOnly) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect() + 0x200000;
     h.map_ok(va, 1, 3, /*rw=*/false);
     EXPECT_EQ(protection_at(at(va)), "r--s");
 }
 
 TEST(Map, WritableMapOfReadOnlyGrantFailsWithNothingMapped) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     xenhsa_map_req req = h.map_req(va, 2, 0, /*rw=*/false);
     req.flags = XENHSA_MAP_RW;
@@ -44,21 +44,21 @@ TEST(Map, WritableMapOfReadOnlyGrantFailsWithNothingMapped) {
 }
 
 TEST(Map, UnmapPutsTheReservationBackAndTheHandleGoesStale) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     const hsa::Handle m = h.map_ok(va, 4, 0);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, m), XENHSA_STATUS_OK);
     EXPECT_EQ(protection_at(at(va)), "---p");
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, m), XENHSA_STATUS_BAD_HANDLE);  // stale
-    EXPECT_EQ(h.session->stats().mapped_pages, 0u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 0u);
     // The range is free again, and a new handle differs from the stale one.
     const hsa::Handle again = h.map_ok(va, 4, 0);
     EXPECT_NE(again, m);
 }
 
 TEST(Map, IndirectPagesAreCopiedOnceAndUnmapped) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect() + 0x1000000;
     constexpr uint32_t kPages = 1500;  // two indirect pages
     // Indirect pages live in guest pages 0 and 1; data pages from 100.
@@ -84,11 +84,11 @@ TEST(Map, IndirectPagesAreCopiedOnceAndUnmapped) {
     EXPECT_STREQ(static_cast<const char*>(at(va + 1499 * 4096ull)), "last");
     EXPECT_EQ(h.mapper.live_mappings(), 1u);  // the indirect pages are unmapped again
     EXPECT_EQ(h.mapper.live_pages(), kPages);
-    EXPECT_EQ(h.session->stats().mapped_pages, kPages);
+    EXPECT_EQ(h.requests->stats().mapped_pages, kPages);
 }
 
 TEST(Map, HostileIndirectTailIsBadPadWithNothingMapped) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     auto* list = reinterpret_cast<xen::GrantRef*>(h.memory.page(0));
     std::memset(list, 0, 4096);
@@ -105,11 +105,11 @@ TEST(Map, HostileIndirectTailIsBadPadWithNothingMapped) {
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, req), XENHSA_STATUS_BAD_PAD);
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(protection_at(at(va)), "---p");
-    EXPECT_EQ(h.session->stats().handles, 0u);
+    EXPECT_EQ(h.requests->stats().handles, 0u);
 }
 
 TEST(Map, OneBadGrantFailsTheWholeMap) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     xenhsa_map_req req = h.map_req(va, 8, 20);
     h.mapper.fail_refs.insert(req.gref[5]);
@@ -117,15 +117,15 @@ TEST(Map, OneBadGrantFailsTheWholeMap) {
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(protection_at(at(va)), "---p");
     EXPECT_EQ(protection_at(at(va + 7 * 4096)), "---p");
-    EXPECT_EQ(h.session->stats().mapped_pages, 0u);
-    EXPECT_EQ(h.session->stats().handles, 0u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 0u);
+    EXPECT_EQ(h.requests->stats().handles, 0u);
     // Nothing stayed behind: the same range maps once the grant is good.
     h.mapper.fail_refs.clear();
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, req), XENHSA_STATUS_OK);
 }
 
 TEST(Map, OneBadIndirectPageFailsTheMap) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     xenhsa_map_req req{};
     req.va = va;
@@ -140,7 +140,7 @@ TEST(Map, OneBadIndirectPageFailsTheMap) {
 }
 
 TEST(Map, OutOfMaptrackIsNoMemory) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect();
     xenhsa_map_req req = h.map_req(va, 1, 0);
     h.mapper.fail_refs.insert(req.gref[0]);
@@ -149,7 +149,7 @@ TEST(Map, OutOfMaptrackIsNoMemory) {
 }
 
 TEST(Map, AddressChecks) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(base - 4096, 1, 0)), XENHSA_STATUS_BAD_ADDRESS);
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(base + kWindowSize - 4096, 2, 0)),
@@ -162,7 +162,7 @@ TEST(Map, AddressChecks) {
 }
 
 TEST(Map, IndirectNeedsTheFeature) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t va = h.connect(XENHSA_FEATURE_GPU);
     xenhsa_map_req req{};
     req.va = va;
@@ -176,7 +176,7 @@ TEST(Map, IndirectNeedsTheFeature) {
 TEST(Map, PageQuota) {
     HarnessOptions o;
     o.quotas.max_map_pages = 6;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     const uint64_t base = h.connect();
     h.map_ok(base, 4, 0);
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(base + 0x10000, 3, 10)), XENHSA_STATUS_QUOTA);
@@ -186,7 +186,7 @@ TEST(Map, PageQuota) {
 TEST(Map, HandleQuota) {
     HarnessOptions o;
     o.quotas.max_handles = 2;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     const uint64_t base = h.connect();
     h.map_ok(base, 1, 0);
     h.map_ok(base + 0x1000, 1, 1);
@@ -196,7 +196,7 @@ TEST(Map, HandleQuota) {
 TEST(Map, AddressIsCheckedBeforeQuota) {
     HarnessOptions o;
     o.quotas.max_map_pages = 1;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     const uint64_t base = h.connect();
     h.map_ok(base, 1, 0);
     // Over quota AND overlapping: the address step comes first.
@@ -204,7 +204,7 @@ TEST(Map, AddressIsCheckedBeforeQuota) {
 }
 
 TEST(Handles, ForgedStaleAndCrossKind) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     const hsa::Handle m = h.map_ok(base, 1, 0);
     xenhsa_lend_req lend{};
@@ -236,8 +236,8 @@ TEST(Handles, ForgedStaleAndCrossKind) {
 }
 
 TEST(Handles, AnotherGuestsHandleIsUnknown) {
-    SessionHarness a;
-    SessionHarness b;
+    RequestsHarness a;
+    RequestsHarness b;
     const hsa::Handle ha = a.map_ok(a.connect(), 1, 0);
     b.connect();
     EXPECT_EQ(b.handle_cmd(XENHSA_CMD_UNMAP, ha), XENHSA_STATUS_BAD_HANDLE);
@@ -245,13 +245,13 @@ TEST(Handles, AnotherGuestsHandleIsUnknown) {
 }
 
 TEST(Handles, StaleAfterSessionRevokeAll) {
-    SessionHarness h;
+    RequestsHarness h;
     const uint64_t base = h.connect();
     const hsa::Handle m = h.map_ok(base, 2, 0);
-    h.session->revoke_all(false);  // the operator's: the connection stays up
+    h.requests->revoke_all(false);  // the operator's: the connection stays up
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, m), XENHSA_STATUS_BAD_HANDLE);
-    EXPECT_EQ(h.session->state(), Session::State::connected);
+    EXPECT_EQ(h.requests->state(), GuestRequests::State::connected);
     h.map_ok(base, 2, 0);  // and the guest can map again
 }
 

@@ -6,7 +6,7 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-std::optional<xenhsa_query_rsp> query(SessionHarness& h, uint32_t kind, uint32_t node,
+std::optional<xenhsa_query_rsp> query(RequestsHarness& h, uint32_t kind, uint32_t node,
                                       uint32_t index, uint32_t offset, uint32_t* status) {
     xenhsa_query_req q{};
     q.kind = kind;
@@ -91,7 +91,7 @@ TEST(Query, IndicesMustExistOnThisHost) {
 TEST(Query, WithoutAGpuSeam) {
     HarnessOptions o;
     o.gpu = false;
-    SessionHarness h(o);
+    RequestsHarness h(o);
     h.connect();
     uint32_t st = 0;
     auto v = query(h, XENHSA_QUERY_VERSION, 0, 0, 0, &st);

@@ -2,8 +2,8 @@
 // LEND, and the session-end revoke of everything, each run on the loop thread with the
 // global operator new counting.
 #include <boost/asio/post.hpp>
-
 #include <support/alloc_counter.hpp>
+
 #include "gpu_harness.hpp"
 
 namespace xenhsa::backend::core::testing {
@@ -18,7 +18,7 @@ HarnessOptions quiet() {
 }
 
 template <class F>
-std::size_t allocations_on_the_loop(SessionHarness& h, F&& f) {
+std::size_t allocations_on_the_loop(RequestsHarness& h, F&& f) {
     std::size_t n = ~std::size_t{0};
     boost::asio::post(h.io, [&] {
         CountAllocations counter;
@@ -34,7 +34,7 @@ TEST(RevokeAllocations, OneMapWithAPinAndALiveQueue) {
     GpuHarness h(quiet());
     const auto s = h.map_pin_queue(h.base);
     ASSERT_EQ(h.kfd.live_queues(), 1u);
-    EXPECT_EQ(allocations_on_the_loop(h, [&] { ASSERT_TRUE(h.session->revoke_handle(s.map)); }),
+    EXPECT_EQ(allocations_on_the_loop(h, [&] { ASSERT_TRUE(h.requests->revoke_handle(s.map)); }),
               0u);
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(h.kfd.live_queues(), 0u);
@@ -49,7 +49,8 @@ TEST(RevokeAllocations, ALend) {
     auto r = h.send(XENHSA_CMD_LEND, l);
     ASSERT_TRUE(r && r->status == XENHSA_STATUS_OK);
     const hsa::Handle lend = payload_of<xenhsa_lend_rsp>(*r).handle;
-    EXPECT_EQ(allocations_on_the_loop(h, [&] { ASSERT_TRUE(h.session->revoke_handle(lend)); }), 0u);
+    EXPECT_EQ(allocations_on_the_loop(h, [&] { ASSERT_TRUE(h.requests->revoke_handle(lend)); }),
+              0u);
     EXPECT_EQ(h.sharer.live_shares(), 0u);
     EXPECT_EQ(h.notify_page->prod, 1u);
 }
@@ -63,10 +64,10 @@ TEST(RevokeAllocations, SessionEnd) {
     l.va = h.base + 0x200000;
     l.npages = 2;
     ASSERT_EQ(h.status(XENHSA_CMD_LEND, l), XENHSA_STATUS_OK);
-    EXPECT_EQ(allocations_on_the_loop(h, [&] { h.session->revoke_all(true); }), 0u);
+    EXPECT_EQ(allocations_on_the_loop(h, [&] { h.requests->revoke_all(true); }), 0u);
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(h.sharer.live_shares(), 0u);
-    EXPECT_EQ(h.session->stats().handles, 0u);
+    EXPECT_EQ(h.requests->stats().handles, 0u);
 }
 
 TEST(RevokeAllocations, TheCounterCounts) {

@@ -12,7 +12,7 @@ TEST(Revoke, MapWithAPinAndALiveQueueInTheFixedOrder) {
     const auto s = h.map_pin_queue(h.base);
     h.log.clear();
 
-    ASSERT_TRUE(h.session->revoke_handle(s.map));
+    ASSERT_TRUE(h.requests->revoke_handle(s.map));
 
     // 1. quiesce the queue, 2. unmap from the GPU, 3. unpin, 4. unmap the grants.
     const auto q = h.log.find("destroy_queue");
@@ -37,7 +37,7 @@ TEST(Revoke, MapWithAPinAndALiveQueueInTheFixedOrder) {
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, s.map), XENHSA_STATUS_BAD_HANDLE);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNPIN, s.pin), XENHSA_STATUS_BAD_HANDLE);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_BAD_HANDLE);
-    const Stats st = h.session->stats();
+    const Stats st = h.requests->stats();
     EXPECT_EQ(st.mapped_pages, 0u);
     EXPECT_EQ(st.pinned_pages, 0u);
     EXPECT_EQ(st.queues, 0u);
@@ -50,7 +50,7 @@ TEST(Revoke, MapWithAPinAndALiveQueueInTheFixedOrder) {
     EXPECT_EQ(h.notify_page->slot[0].arg0, 0u);
 
     // Idempotent: the handle is gone, a second revoke finds nothing.
-    EXPECT_FALSE(h.session->revoke_handle(s.map));
+    EXPECT_FALSE(h.requests->revoke_handle(s.map));
     // The range can be mapped again.
     EXPECT_EQ(h.status(XENHSA_CMD_MAP, h.map_req(h.base, 4, 40)), XENHSA_STATUS_OK);
 }
@@ -60,7 +60,7 @@ TEST(Revoke, AMapWithoutGpuUsersOnlyLosesItsGrants) {
     const hsa::Handle m = h.map_ok(h.base, 2, 0);
     const hsa::Handle other = h.map_ok(h.base + 0x10000, 1, 5);
     const hsa::Handle p = h.pin_ok(h.base + 0x10000, 0x1000);
-    ASSERT_TRUE(h.session->revoke_handle(m));
+    ASSERT_TRUE(h.requests->revoke_handle(m));
     EXPECT_EQ(h.log.count("deregister_user"), 0u);  // the other MAP's PIN stays
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNPIN, p), XENHSA_STATUS_OK);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, other), XENHSA_STATUS_OK);
@@ -79,13 +79,13 @@ TEST(Revoke, SessionEndReleasesEverythingInTeardownOrder) {
         l.npages = 1;
         ASSERT_EQ(h.status(XENHSA_CMD_LEND, l), XENHSA_STATUS_OK);
         h.log.clear();
-        h.session->revoke_all(true);
+        h.requests->revoke_all(true);
         log = h.log.entries();
         EXPECT_EQ(h.mapper.live_mappings(), 0u);
         EXPECT_EQ(h.sharer.live_shares(), 0u);
         EXPECT_EQ(h.kfd.live_queues(), 0u);
         EXPECT_EQ(h.notify_page->prod, 0u);  // session end: no notifications
-        EXPECT_EQ(h.session->stats().handles, 0u);
+        EXPECT_EQ(h.requests->stats().handles, 0u);
     }
     auto pos = [&](const std::string& prefix) {
         for (std::size_t i = 0; i < log.size(); ++i) {
@@ -119,7 +119,7 @@ TEST(Revoke, OperatorRevokeAllKeepsTheConnection) {
     ASSERT_TRUE(lr && lr->status == XENHSA_STATUS_OK);
     const hsa::Handle lend = payload_of<xenhsa_lend_rsp>(*lr).handle;
 
-    h.session->revoke_all(false);
+    h.requests->revoke_all(false);
     EXPECT_EQ(h.mapper.live_mappings(), 0u);
     EXPECT_EQ(h.kfd.live_queues(), 0u);
     // The LEND is revoked, announced, and waits for the guest's acknowledgement.
@@ -132,7 +132,7 @@ TEST(Revoke, OperatorRevokeAllKeepsTheConnection) {
     EXPECT_EQ(h.status(XENHSA_CMD_LEND, l), XENHSA_STATUS_REVOKED);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, lend), XENHSA_STATUS_OK);
     // Still connected; GPU work can start over.
-    EXPECT_EQ(h.session->state(), Session::State::connected);
+    EXPECT_EQ(h.requests->state(), GuestRequests::State::connected);
     h.map_pin_queue(h.base);
     EXPECT_EQ(h.kfd.live_queues(), 1u);
 }
@@ -142,10 +142,10 @@ TEST(Revoke, QuotaBreachRevokesTheNewestMaps) {
     const hsa::Handle a = h.map_ok(h.base, 2, 0);
     const hsa::Handle b = h.map_ok(h.base + 0x10000, 2, 2);
     const hsa::Handle c = h.map_ok(h.base + 0x20000, 2, 4);
-    Quotas lower = h.session->quotas();
+    Quotas lower = h.requests->quotas();
     lower.max_map_pages = 3;
-    EXPECT_EQ(h.session->enforce_quotas(lower), 2u);
-    EXPECT_EQ(h.session->stats().mapped_pages, 2u);
+    EXPECT_EQ(h.requests->enforce_quotas(lower), 2u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 2u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, c), XENHSA_STATUS_BAD_HANDLE);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_UNMAP, b), XENHSA_STATUS_BAD_HANDLE);
     EXPECT_EQ(protection_at(at(h.base + 0x20000)), "---p");
@@ -159,15 +159,15 @@ TEST(Revoke, LoweredGpuQuotasReachTheLiveSession) {
     GpuHarness h;
     h.event_ok();
     h.event_ok();
-    Quotas lower = h.session->quotas();
+    Quotas lower = h.requests->quotas();
     lower.max_events = 2;
-    EXPECT_EQ(h.session->enforce_quotas(lower), 0u);  // GPU objects are not revoked...
-    EXPECT_EQ(h.session->stats().events, 2u);
+    EXPECT_EQ(h.requests->enforce_quotas(lower), 0u);  // GPU objects are not revoked...
+    EXPECT_EQ(h.requests->stats().events, 2u);
     xenhsa_event_create_req e{};
     e.node = kGpuNode;
     EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_QUOTA);  // ...but held to it
     lower.max_events = 3;
-    EXPECT_EQ(h.session->enforce_quotas(lower), 0u);
+    EXPECT_EQ(h.requests->enforce_quotas(lower), 0u);
     EXPECT_EQ(h.status(XENHSA_CMD_EVENT_CREATE, e), XENHSA_STATUS_OK);
 }
 
@@ -175,12 +175,12 @@ TEST(Revoke, QuotaBreachOfAMapUnderAQueueTakesTheQueueToo) {
     GpuHarness h;
     h.map_ok(h.base + 0x100000, 1, 30);
     const auto s = h.map_pin_queue(h.base);  // the newest MAP
-    Quotas lower = h.session->quotas();
+    Quotas lower = h.requests->quotas();
     lower.max_map_pages = 1;
-    EXPECT_EQ(h.session->enforce_quotas(lower), 1u);
+    EXPECT_EQ(h.requests->enforce_quotas(lower), 1u);
     EXPECT_EQ(h.kfd.live_queues(), 0u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_BAD_HANDLE);
-    EXPECT_EQ(h.session->stats().mapped_pages, 1u);
+    EXPECT_EQ(h.requests->stats().mapped_pages, 1u);
 }
 
 }  // namespace

@@ -18,7 +18,7 @@ xenhsa_event_wait_req wait_on(std::initializer_list<hsa::Handle> events, uint32_
     return w;
 }
 
-const Reply* async_for(const SessionHarness& h, uint32_t seqno) {
+const Reply* async_for(const RequestsHarness& h, uint32_t seqno) {
     for (const Reply& r : h.async.replies) {
         if (r.seqno == seqno) {
             return &r;
@@ -32,14 +32,14 @@ TEST(Wait, AnsweredWhenAnEventFires) {
     const hsa::Handle a = h.event_ok();
     const hsa::Handle b = h.event_ok();
     EXPECT_FALSE(h.send(XENHSA_CMD_EVENT_WAIT, wait_on({a, b}, XENHSA_WAIT_INFINITE), 500));
-    EXPECT_EQ(h.session->pending_waits(), 1u);
+    EXPECT_EQ(h.requests->pending_waits(), 1u);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_EVENT_SET, b), XENHSA_STATUS_OK);
     ASSERT_TRUE(h.run_until([&] { return async_for(h, 500) != nullptr; }));
     const Reply* r = async_for(h, 500);
     EXPECT_EQ(r->status, XENHSA_STATUS_OK);
     ASSERT_EQ(r->len, sizeof(xenhsa_event_wait_rsp));
     EXPECT_EQ(payload_of<xenhsa_event_wait_rsp>(*r).signaled_mask, 0b10u);
-    EXPECT_EQ(h.session->pending_waits(), 0u);
+    EXPECT_EQ(h.requests->pending_waits(), 0u);
 }
 
 TEST(Wait, TimesOut) {
@@ -64,7 +64,7 @@ TEST(Wait, CancelAnswersTheWaitThenTheCancel) {
     ASSERT_EQ(h.sink.replies.size(), before + 2);
     EXPECT_EQ(h.sink.replies[before].seqno, 502u);
     EXPECT_EQ(h.sink.replies[before].status, XENHSA_STATUS_CANCELLED);
-    EXPECT_EQ(h.session->pending_waits(), 0u);
+    EXPECT_EQ(h.requests->pending_waits(), 0u);
     // The wait is answered exactly once: its own "cancelled" completion finds nothing.
     h.gpu->teardown();  // joins the wait threads: every completion has been posted
     h.io.restart();
@@ -91,7 +91,7 @@ TEST(Wait, DuplicateSeqnoAndQuota) {
     auto bad = h.send(XENHSA_CMD_EVENT_WAIT, wait_on({a, 0x77}, XENHSA_WAIT_INFINITE), 600);
     ASSERT_TRUE(bad);
     EXPECT_EQ(bad->status, XENHSA_STATUS_BAD_HANDLE);
-    EXPECT_EQ(h.session->pending_waits(), 2u);
+    EXPECT_EQ(h.requests->pending_waits(), 2u);
 }
 
 TEST(Wait, DestroyingTheEventCancelsTheWait) {
@@ -108,8 +108,8 @@ TEST(Wait, SessionEndDropsPendingWaitsWithoutAResponse) {
     const hsa::Handle a = h.event_ok();
     EXPECT_FALSE(h.send(XENHSA_CMD_EVENT_WAIT, wait_on({a}, XENHSA_WAIT_INFINITE), 800));
     EXPECT_FALSE(h.send(XENHSA_CMD_EVENT_WAIT, wait_on({a}, 60000), 801));
-    h.session->revoke_all(true);  // guest death / Closing, with waits in flight
-    EXPECT_EQ(h.session->pending_waits(), 0u);
+    h.requests->revoke_all(true);  // guest death / Closing, with waits in flight
+    EXPECT_EQ(h.requests->pending_waits(), 0u);
     h.io.restart();
     h.io.poll();  // every completion the teardown produced has been posted by now
     EXPECT_TRUE(h.async.replies.empty());
@@ -119,7 +119,7 @@ TEST(Wait, OperatorRevokeAnswersPendingWaitsCancelled) {
     GpuHarness h;
     const hsa::Handle a = h.event_ok();
     EXPECT_FALSE(h.send(XENHSA_CMD_EVENT_WAIT, wait_on({a}, XENHSA_WAIT_INFINITE), 900));
-    h.session->revoke_all(false);
+    h.requests->revoke_all(false);
     ASSERT_TRUE(h.run_until([&] { return async_for(h, 900) != nullptr; }));
     EXPECT_EQ(async_for(h, 900)->status, XENHSA_STATUS_CANCELLED);
 }
@@ -128,7 +128,7 @@ TEST(Wait, SessionDestroyedWithAWaitInFlight) {
     auto h = std::make_unique<GpuHarness>();
     const hsa::Handle a = h->event_ok();
     EXPECT_FALSE(h->send(XENHSA_CMD_EVENT_WAIT, wait_on({a}, XENHSA_WAIT_INFINITE), 1000));
-    h.reset();  // Session, then GpuSession, then the io_context: no completion touches them
+    h.reset();  // GuestRequests, then GpuContext, then the io_context: no completion touches them
     SUCCEED();
 }
 

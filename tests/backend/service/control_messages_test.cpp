@@ -110,13 +110,13 @@ TEST(WorkerArguments, CarryTheConfinement) {
 TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
     SupervisorOptions options;
     options.platform.sim_dir = "/tmp/sim";
-    options.session.gpu_mode = "soft";
-    options.session.config_file = "/etc/q.json";
-    options.session.settings = {"max_handles=8"};
+    options.connector.gpu_mode = "soft";
+    options.connector.config_file = "/etc/q.json";
+    options.connector.settings = {"max_handles=8"};
     options.log_level = spdlog::level::warn;
-    options.session.soft_gfx = "gfx90a";
-    options.session.agent_threads = 3;
-    options.session.ring_spin_us = 20;
+    options.connector.soft_gfx = "gfx90a";
+    options.connector.agent_threads = 3;
+    options.connector.ring_spin_us = 20;
     const auto args = worker_arguments(options, DeviceId{4, 2});
     const std::vector<std::string> want = {
         "--worker",       "--fe-domid",  "4",         "--devid",          "2",
@@ -131,7 +131,7 @@ TEST(WorkerArguments, CarryThePlatformTheGpuAndTheQuotas) {
     EXPECT_EQ(std::find(real.begin(), real.end(), "--sim-dir"), real.end());
 }
 
-TEST(SessionConfig, AgentThreadsShareTheCpusOutAmongLiveWorkers) {
+TEST(ConnectorConfig, AgentThreadsShareTheCpusOutAmongLiveWorkers) {
     EXPECT_EQ(agent_threads_for(0, 1, 8), 8u);
     EXPECT_EQ(agent_threads_for(0, 4, 8), 2u);
     EXPECT_EQ(agent_threads_for(0, 3, 8), 2u);
@@ -141,22 +141,22 @@ TEST(SessionConfig, AgentThreadsShareTheCpusOutAmongLiveWorkers) {
     EXPECT_GE(usable_cpus(), 1u);
 }
 
-TEST(SessionConfig, TheSoftAgentTargetIsChecked) {
-    SessionConfig config;
+TEST(ConnectorConfig, TheSoftAgentTargetIsChecked) {
+    ConnectorConfig config;
     config.gpu_mode = "soft";
     EXPECT_EQ(config.soft_gfx, "gfx900");
-    EXPECT_EQ(check_session_config(config), std::nullopt);
+    EXPECT_EQ(check_connector_config(config), std::nullopt);
     for (const char* good : {"gfx906", "gfx908", "gfx90a"}) {
         config.soft_gfx = good;
-        EXPECT_EQ(check_session_config(config), std::nullopt) << good;
+        EXPECT_EQ(check_connector_config(config), std::nullopt) << good;
     }
     config.soft_gfx = "gfx1030";
-    const auto problem = check_session_config(config);
+    const auto problem = check_connector_config(config);
     ASSERT_TRUE(problem.has_value());
     EXPECT_NE(problem->find("--soft-gfx"), std::string::npos) << *problem;
     EXPECT_NE(problem->find("gfx1030"), std::string::npos) << *problem;
     std::string error;
-    EXPECT_FALSE(make_session_factory(config, spdlog::default_logger(), error));
+    EXPECT_FALSE(make_connector(config, spdlog::default_logger(), error));
     EXPECT_NE(error.find("--soft-gfx"), std::string::npos) << error;
 }
 

@@ -24,7 +24,7 @@ namespace xen = xenhsa::xen;
 constexpr xen::DomId kFe = 5;
 constexpr DeviceId kDev{kFe, 0};
 
-struct FakeSession final : DeviceSession {
+struct FakeSession final : ConnectedGuest {
     explicit FakeSession(int& live_count) : live(live_count) { ++live; }
     ~FakeSession() override { --live; }
     [[nodiscard]] DeviceStats stats() const noexcept override { return {7, 6, 5, 4, 3, 2}; }
@@ -34,9 +34,9 @@ struct FakeSession final : DeviceSession {
     int revokes = 0;
 };
 
-struct FakeFactory final : SessionFactory {
+struct FakeFactory final : GuestConnector {
     [[nodiscard]] uint32_t max_ring_page_order() const noexcept override { return max_order; }
-    xen::Result<std::unique_ptr<DeviceSession>> connect(const SessionStart& start) override {
+    xen::Result<std::unique_ptr<ConnectedGuest>> connect(const ConnectArgs& start) override {
         ++connects;
         keys = start.keys;
         fatal = start.on_fatal;
@@ -45,14 +45,14 @@ struct FakeFactory final : SessionFactory {
         }
         auto session = std::make_unique<FakeSession>(live);
         last = session.get();
-        return std::unique_ptr<DeviceSession>(std::move(session));
+        return std::unique_ptr<ConnectedGuest>(std::move(session));
     }
     uint32_t max_order = 3;
     int connects = 0;
     int live = 0;
     std::error_code fail;
     std::optional<FrontendKeys> keys;
-    SessionFatal fatal;
+    CloseRequest fatal;
     FakeSession* last = nullptr;
 };
 

@@ -1,7 +1,7 @@
 // A keyed permutation of 64-bit values, so that handles say nothing about each other or
 // about the slots behind them: Speck64/128 (Beaulieu et al., "The SIMON and SPECK
 // Families of Lightweight Block Ciphers", 2013), 27 rounds over two 32-bit words. The key
-// comes from the OS (getrandom) for each table, so one session's handles tell nothing
+// comes from the OS (getrandom) for each table, so one context's handles tell nothing
 // about another's either.
 #ifndef XENHSA_HSA_HANDLE_CIPHER_HPP
 #define XENHSA_HSA_HANDLE_CIPHER_HPP

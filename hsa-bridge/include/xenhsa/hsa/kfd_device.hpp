@@ -7,7 +7,7 @@
 // ranges. The device enforces the kernel's rules on top: memory must be allocated or
 // registered before it is mapped to the GPU, a queue's ring and read/write pointers must
 // lie in GPU-mapped memory, and memory a live queue uses cannot be unmapped from the GPU,
-// deregistered or freed (EBUSY). GpuSession (gpu_session.hpp) orders its calls so that
+// deregistered or freed (EBUSY). GpuContext (gpu_context.hpp) orders its calls so that
 // these rules never bite a well-behaved guest.
 #ifndef XENHSA_HSA_KFD_DEVICE_HPP
 #define XENHSA_HSA_KFD_DEVICE_HPP

@@ -15,7 +15,7 @@ namespace xenhsa::hsa {
 using Va = uint64_t;
 
 // Device-private ids. They are never host pointers (HSA_QUEUEID and HsaEvent* stay inside
-// the libhsakmt adapter) and never reach a guest: the guest sees GpuSession handles.
+// the libhsakmt adapter) and never reach a guest: the guest sees GpuContext handles.
 using QueueId = uint64_t;
 using EventId = uint64_t;
 

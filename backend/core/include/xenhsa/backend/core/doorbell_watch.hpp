@@ -8,7 +8,7 @@
 // timers that double from `backoff_min` to `backoff_max`, and once nothing has moved for
 // `slow_after`, one poll every `slow_interval`. A changed slot (seen by the watch or by a
 // kicked pass, `activity()`) returns it to the spin phase. Without queues it holds no
-// timer at all. Changes go the usual way: Session::doorbells.
+// timer at all. Changes go the usual way: GuestRequests::doorbells.
 //
 // The trade-off: a packet stored after a long idle period waits up to `slow_interval`
 // (unless the guest kicks or sends a request, which forwards doorbells at once); an idle
@@ -25,7 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <xenhsa/backend/core/session.hpp>
+#include <xenhsa/backend/core/guest_requests.hpp>
 
 namespace xenhsa::backend::core {
 
@@ -39,9 +39,9 @@ struct DoorbellPollPolicy {
 
 class DoorbellWatch {
 public:
-    // `page` and `session` must outlive the watch.
-    DoorbellWatch(boost::asio::io_context& io, const xenhsa_doorbell_page& page, Session& session,
-                  const DoorbellPollPolicy& policy);
+    // `page` and `requests` must outlive the watch.
+    DoorbellWatch(boost::asio::io_context& io, const xenhsa_doorbell_page& page,
+                  GuestRequests& requests, const DoorbellPollPolicy& policy);
     ~DoorbellWatch();  // cancels; no handler touches the watch afterwards
     DoorbellWatch(const DoorbellWatch&) = delete;
     DoorbellWatch& operator=(const DoorbellWatch&) = delete;
@@ -66,7 +66,7 @@ private:
 
     boost::asio::io_context& io_;
     const xenhsa_doorbell_page& page_;
-    Session& session_;
+    GuestRequests& requests_;
     DoorbellPollPolicy policy_;
     boost::asio::steady_timer timer_;
     std::shared_ptr<int> life_ = std::make_shared<int>(0);

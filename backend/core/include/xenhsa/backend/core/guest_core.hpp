@@ -1,12 +1,12 @@
 // Everything one guest device needs once its pages are mapped and its event channel is
-// bound, on the worker's Boost.Asio io_context: the Session (requests, Map/Revoke, GPU
+// bound, on the worker's Boost.Asio io_context: GuestRequests (requests, Map/Revoke, GPU
 // forwarding), the RingServer, and a driver that waits on the event channel's fd and runs
 // the ring, the doorbells and the notify backlog on each kick. A kick is unmasked after
 // its pass (late EOI); a streak of kicks without work keeps the channel masked for a
 // growing delay (SpuriousEventThrottle). This is what the worker process layer creates
 // after the xenbus handshake and destroys on Closing.
 //
-// Threading: the io_context's thread only (GpuSession callbacks are posted to it).
+// Threading: the io_context's thread only (GpuContext callbacks are posted to it).
 #ifndef XENHSA_BACKEND_CORE_GUEST_CORE_HPP
 #define XENHSA_BACKEND_CORE_GUEST_CORE_HPP
 
@@ -18,10 +18,10 @@
 #include <span>
 #include <string>
 #include <xenhsa/backend/core/doorbell_watch.hpp>
+#include <xenhsa/backend/core/guest_requests.hpp>
 #include <xenhsa/backend/core/quotas.hpp>
 #include <xenhsa/backend/core/result.hpp>
 #include <xenhsa/backend/core/ring_server.hpp>
-#include <xenhsa/backend/core/session.hpp>
 #include <xenhsa/backend/core/spurious_events.hpp>
 #include <xenhsa/backend/core/stats.hpp>
 #include <xenhsa/xen/event_channel.hpp>
@@ -53,7 +53,7 @@ using CoreFatal = std::function<void(std::string reason)>;
 
 class GuestCore {
 public:
-    // Builds the session and the ring, sets be_alive = 1 in the ring header (the caller
+    // Builds GuestRequests and the ring, sets be_alive = 1 in the ring header (the caller
     // mapped the first ring page with the unmap notification on it), hands the doorbell
     // page's kick_requested word to a GPU seam that tracks kicks or else sets it for good
     // (the GPU side is then driven by kicks, and by a DoorbellWatch that polls the page
@@ -63,7 +63,7 @@ public:
     static Result<std::unique_ptr<GuestCore>> start(boost::asio::io_context& io,
                                                     xen::EventChannel& events, xen::Port local,
                                                     const GuestPages& pages,
-                                                    const SessionSeams& seams,
+                                                    const RequestSeams& seams,
                                                     const GuestOptions& options,
                                                     CoreFatal on_fatal);
     // Session end: stops serving, drops pending waits, revokes everything in the fixed
@@ -72,7 +72,7 @@ public:
     GuestCore(const GuestCore&) = delete;
     GuestCore& operator=(const GuestCore&) = delete;
 
-    [[nodiscard]] Stats stats() const noexcept { return session_->stats(); }
+    [[nodiscard]] Stats stats() const noexcept { return requests_->stats(); }
     // The doorbell watch, or null when the GPU seam tracks kicks (or there is none).
     [[nodiscard]] const DoorbellWatch* doorbell_watch() const noexcept;
     // The accounting of the guest's kicks that brought no work.
@@ -80,10 +80,10 @@ public:
     // The operator's revoke of everything; the connection stays up.
     void revoke_all() noexcept;
     bool revoke_handle(hsa::Handle handle) noexcept;
-    // The quota-breach path (see Session::enforce_quotas).
+    // The quota-breach path (see GuestRequests::enforce_quotas).
     uint32_t enforce_quotas(const Quotas& quotas) noexcept;
 
-    Session& session() noexcept { return *session_; }
+    GuestRequests& requests() noexcept { return *requests_; }
     RingServer& ring() noexcept { return *ring_; }
     // Runs one pass now, as a kick would.
     void wake() noexcept;
@@ -93,13 +93,13 @@ private:
     GuestCore() = default;
     static Result<std::unique_ptr<GuestCore>> start_checked(
         boost::asio::io_context& io, xen::EventChannel& events, xen::Port local,
-        const GuestPages& pages, const SessionSeams& seams, const GuestOptions& options,
+        const GuestPages& pages, const RequestSeams& seams, const GuestOptions& options,
         CoreFatal on_fatal);
 
-    std::unique_ptr<Session> session_;
+    std::unique_ptr<GuestRequests> requests_;
     std::unique_ptr<RingServer> ring_;
     std::unique_ptr<Driver> driver_;
-    hsa::GpuSession* kick_tracker_ = nullptr;  // keeps the doorbell page's kick word
+    hsa::GpuContext* kick_tracker_ = nullptr;  // keeps the doorbell page's kick word
 };
 
 }  // namespace xenhsa::backend::core

@@ -1,10 +1,10 @@
 // Map/Revoke for one guest (docs/protocol.md §5.3-5.6): MAPs of the guest's grants at
 // the guest's own VAs, LENDs of backend pages to the guest at the same VAs, and their
-// revoke. The session runs the checks (state, feature, address, quota) and calls in here
-// to execute; everything in here leaves no partial state behind on failure.
+// revoke. MemoryCommands runs the checks (state, feature, address, quota) and calls in
+// here to execute; everything in here leaves no partial state behind on failure.
 //
 // Revoke never fails, never allocates and takes bounded time. For a MAP:
-//   1-3. the GPU half: GpuSession::revoke_range (quiesce the queues using the range,
+//   1-3. the GPU half: GpuContext::revoke_range (quiesce the queues using the range,
 //        unmap it from the GPU, deregister it; an ALLOC freed with those queues gives
 //        its range back to the window);
 //   4.   unmap the grants;
@@ -25,7 +25,7 @@
 #include <utility>
 #include <xenhsa/backend/core/notify_producer.hpp>
 #include <xenhsa/backend/core/va_window.hpp>
-#include <xenhsa/hsa/gpu_session.hpp>
+#include <xenhsa/hsa/gpu_context.hpp>
 #include <xenhsa/hsa/handle_table.hpp>
 #include <xenhsa/xen/grant_map.hpp>
 #include <xenhsa/xen/grant_share.hpp>
@@ -34,7 +34,7 @@ namespace xenhsa::backend::core {
 
 using hsa::Handle;
 
-// Handle kinds of the backend's own tables. GpuSession's kinds are distinct, so a
+// Handle kinds of the backend's own tables. GpuContext's kinds are distinct, so a
 // handle of one kind is unknown to every other table of the guest.
 inline constexpr uint8_t kMapHandleKind = 0xB1;
 inline constexpr uint8_t kLendHandleKind = 0xB2;
@@ -43,7 +43,7 @@ struct MapRevokeSeams {
     xen::DomId guest = xen::kDomIdInvalid;
     xen::GrantMapper& mapper;
     xen::GrantSharer* sharer = nullptr;  // null: LEND unavailable
-    hsa::GpuSession* gpu = nullptr;      // null: no GPU half to revoke
+    hsa::GpuContext* gpu = nullptr;      // null: no GPU half to revoke
 };
 
 class MapRevoke {
@@ -57,7 +57,7 @@ public:
     MapRevoke(const MapRevoke&) = delete;
     MapRevoke& operator=(const MapRevoke&) = delete;
 
-    // --- execution (the session has run the checks up to and including quota)
+    // --- execution (MemoryCommands has run the checks up to and including quota)
     struct Mapped {
         uint32_t status = XENHSA_STATUS_OK;
         Handle handle = 0;

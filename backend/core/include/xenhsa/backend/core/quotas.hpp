@@ -20,10 +20,10 @@ struct Quotas {
     uint32_t max_lend_pages = 65536;        // pages lent at once (256 MiB); HELLO reports it
     uint32_t max_handles = 4096;            // live handles of every kind; HELLO reports it
     uint32_t max_in_flight = 127;           // requests held (pending waits); < ring_slots
-    uint64_t max_pinned_pages = 1u << 20;   // GPU session: pages registered
-    uint64_t max_alloc_bytes = 1ull << 32;  // GPU session: ALLOC bytes
-    uint32_t max_queues = 64;               // GPU session: live queues
-    uint32_t max_events = 1024;             // GPU session: live events
+    uint64_t max_pinned_pages = 1u << 20;   // GpuContext: pages registered
+    uint64_t max_alloc_bytes = 1ull << 32;  // GpuContext: ALLOC bytes
+    uint32_t max_queues = 64;               // GpuContext: live queues
+    uint32_t max_events = 1024;             // GpuContext: live events
     uint32_t ring_budget = 64;              // requests served per wake-up (not a wire value)
 };
 

@@ -1,5 +1,5 @@
 // What the ring hands each request to: a private, already copied slot. The handler
-// validates it (validate.h, then its session checks) and answers through `sink` exactly
+// validates it (validate.h, then its own checks) and answers through `sink` exactly
 // once, now or later (EVENT_WAIT).
 #ifndef XENHSA_BACKEND_CORE_REQUEST_HANDLER_HPP
 #define XENHSA_BACKEND_CORE_REQUEST_HANDLER_HPP

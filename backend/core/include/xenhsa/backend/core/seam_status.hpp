@@ -13,7 +13,7 @@ enum class Seam : uint8_t {
     grant_map,    // GrantMapper::map (MAP's data and indirect pages)
     grant_share,  // GrantSharer::share (LEND)
     va_window,    // reserving a window or a range in it
-    gpu,          // GpuSession / KfdDevice
+    gpu,          // GpuContext / KfdDevice
 };
 
 // grant_map:   ENOMEM, ENOSPC -> NO_MEMORY (maptrack, memory); anything else -> GRANT_FAILED

@@ -8,11 +8,11 @@
 #include <optional>
 #include <xenhsa/backend/core/range_map.hpp>
 #include <xenhsa/backend/core/va_reservation.hpp>
-#include <xenhsa/hsa/gpu_session.hpp>
+#include <xenhsa/hsa/gpu_context.hpp>
 
 namespace xenhsa::backend::core {
 
-// Also where GpuSession hands back an ALLOC's range once its device memory is gone.
+// Also where GpuContext hands back an ALLOC's range once its device memory is gone.
 class VaWindow final : public hsa::FreedAllocs {
 public:
     VaWindow() noexcept = default;
@@ -36,7 +36,7 @@ public:
     // fails, never allocates.
     void release(uint64_t va, uint64_t size) noexcept;
     void alloc_freed(uint64_t va, uint64_t size) noexcept override { release(va, size); }
-    // Every range of `kind` (the ALLOCs', after GpuSession::teardown).
+    // Every range of `kind` (the ALLOCs', after GpuContext::teardown).
     void release_all(RangeKind kind) noexcept;
     void rereserve(uint64_t va, uint64_t size) const noexcept { reservation_.rereserve(va, size); }
     void set_kind(uint64_t va, RangeKind kind) noexcept { ranges_.set_kind(va, kind); }

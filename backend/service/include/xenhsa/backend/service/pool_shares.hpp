@@ -13,7 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <xenhsa/backend/service/session_config.hpp>
+#include <xenhsa/backend/service/connector_config.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 
 namespace xenhsa::backend::service {

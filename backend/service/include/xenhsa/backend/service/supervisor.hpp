@@ -29,16 +29,16 @@
 #include <chrono>
 #include <filesystem>
 #include <xenhsa/backend/service/confinement.hpp>
+#include <xenhsa/backend/service/connector_config.hpp>
 #include <xenhsa/backend/service/platform_open.hpp>
 #include <xenhsa/backend/service/pool_shares.hpp>
-#include <xenhsa/backend/service/session_config.hpp>
 
 namespace xenhsa::backend::service {
 
 struct SupervisorOptions {
     PlatformChoice platform;
     std::filesystem::path control_socket;
-    SessionConfig session;           // handed to every worker
+    ConnectorConfig connector;       // handed to every worker
     ConfinementOptions confinement;  // likewise
     PoolOptions pools;
     spdlog::level::level_enum log_level = spdlog::level::info;

@@ -13,8 +13,8 @@
 #include <spdlog/common.h>
 
 #include <xenhsa/backend/service/confinement.hpp>
+#include <xenhsa/backend/service/connector_config.hpp>
 #include <xenhsa/backend/service/platform_open.hpp>
-#include <xenhsa/backend/service/session_config.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 
 namespace xenhsa::backend::service {
@@ -23,7 +23,7 @@ struct WorkerOptions {
     PlatformChoice platform;
     DeviceId device;
     int control_fd = -1;  // -1: no supervisor (run by hand)
-    SessionConfig session;
+    ConnectorConfig connector;
     spdlog::level::level_enum log_level = spdlog::level::info;
     // Applied once the device is set up, before the first byte of guest input is read.
     ConfinementOptions confinement;

@@ -1,7 +1,7 @@
 // The worker's side of the xenbus handshake for one device (docs/protocol.md §1.4):
 //
 //   start ............................ versions, max-ring-page-order, InitWait
-//   fe Initialised|Connected, be InitWait ... read + check keys, connect the session,
+//   fe Initialised|Connected, be InitWait ... read + check keys, connect the guest,
 //                                             Connected (bad keys: error node, Closing,
 //                                             Closed)
 //   fe Closing|Closed|gone, be InitWait|Connected ... Closing, teardown, Closed
@@ -23,7 +23,7 @@
 #include <optional>
 #include <string>
 #include <vector>
-#include <xenhsa/backend/service/device_session.hpp>
+#include <xenhsa/backend/service/guest_connector.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/platform.hpp>
 
@@ -40,9 +40,9 @@ class XenbusDevice {
 public:
     static constexpr std::string_view kFrontendStateToken = "xenhsa-fe-state";
 
-    XenbusDevice(boost::asio::io_context& io, xen::Platform& platform, SessionFactory& factory,
+    XenbusDevice(boost::asio::io_context& io, xen::Platform& platform, GuestConnector& factory,
                  DeviceId id, std::shared_ptr<spdlog::logger> log);
-    ~XenbusDevice();  // tears the session down; writes nothing
+    ~XenbusDevice();  // tears the connected guest down; writes nothing
     XenbusDevice(const XenbusDevice&) = delete;
     XenbusDevice& operator=(const XenbusDevice&) = delete;
 
@@ -61,9 +61,9 @@ public:
     void on_watch(const xen::WatchEvent& event);
 
     void revoke_all() noexcept;
-    // One MAP or LEND handle of the connected session; false if it names none.
+    // One MAP or LEND handle of the connected guest; false if it names none.
     bool revoke_handle(uint64_t handle) noexcept;
-    // `xenhsa-ctl quota`: new limits for this and every later session of the worker,
+    // `xenhsa-ctl quota`: new limits for this and every later connection of the worker,
     // enforced at once (a guest over them loses its newest objects; `revoked` counts
     // them). A readable error, and nothing changed, when a setting is refused.
     std::optional<std::string> update_limits(const std::vector<std::string>& settings,
@@ -95,15 +95,15 @@ private:
 
     boost::asio::io_context& io_;
     xen::Platform& platform_;
-    SessionFactory& factory_;
+    GuestConnector& factory_;
     DeviceId id_;
     std::shared_ptr<spdlog::logger> log_;
     xen::DomId be_ = 0;
     std::string be_dir_;
     std::string fe_dir_;
     XenbusState state_ = XenbusState::initialising;
-    std::unique_ptr<DeviceSession> session_;
-    // Bumped on every connect and close, so a late fatal report of an old session is
+    std::unique_ptr<ConnectedGuest> guest_;
+    // Bumped on every connect and close, so a late fatal report of an old connection is
     // ignored.
     uint64_t generation_ = 0;
     bool stopped_ = false;
