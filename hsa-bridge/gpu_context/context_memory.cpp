@@ -37,11 +37,28 @@ bool collides(const detail::ObjectPool<MemObj>& mems, MemKind kind, Va va, uint6
     return hit;
 }
 
-// PIN and ALLOC once their quotas and ranges passed: the object's slot, the device call,
-// the handle; a failed step undoes exactly the ones before it.
+// What a new PIN or ALLOC counts against: the handles (`handles_full`), and pinned pages
+// or ALLOC bytes, `amount` more of them.
+struct Budget {
+    bool handles_full;
+    uint64_t& used;
+    uint64_t limit;
+    uint64_t amount;
+};
+
+// PIN and ALLOC once their arguments passed: the quotas (EDQUOT), the range (EBUSY), then
+// the object's slot, the device call and the handle; a failed step undoes exactly the
+// ones before it.
 template <class Make, class Unmake>
 Result<Handle> add_memory(detail::ObjectPool<MemObj>& mems, HandleTable<uint32_t>& table,
-                          const MemObj& mem, Make&& make, Unmake&& unmake, const char* undo_what) {
+                          const MemObj& mem, Budget budget, Make&& make, Unmake&& unmake,
+                          const char* undo_what) {
+    if (budget.handles_full || budget.amount > budget.limit - std::min(budget.used, budget.limit)) {
+        return detail::quota_exceeded();
+    }
+    if (collides(mems, mem.kind, mem.va, mem.size)) {
+        return errc(std::errc::device_or_resource_busy);
+    }
     auto slot = mems.acquire(mem);
     if (!slot) {
         return detail::quota_exceeded();
@@ -59,6 +76,7 @@ Result<Handle> add_memory(detail::ObjectPool<MemObj>& mems, HandleTable<uint32_t
         return detail::quota_exceeded();
     }
     mems[*slot].handle = *handle;
+    budget.used += budget.amount;
     return *handle;
 }
 
@@ -69,22 +87,12 @@ Result<Handle> GpuContext::pin(Va va, uint64_t size, uint32_t flags) {
     if ((flags & ~XENHSA_PIN_FLAGS_ALL) != 0 || !xenhsa_va_range_ok(va, size)) {
         return errc(std::errc::invalid_argument);
     }
-    const uint64_t pages = size / detail::kPage;
-    if (s.live_handles() >= s.limits.max_handles ||
-        pages > s.limits.max_pinned_pages - std::min(s.pinned_pages, s.limits.max_pinned_pages)) {
-        return detail::quota_exceeded();
-    }
-    if (collides(s.mems, MemKind::pin, va, size)) {
-        return errc(std::errc::device_or_resource_busy);
-    }
-    auto handle = add_memory(
+    return add_memory(
         s.mems, s.pins, MemObj{MemKind::pin, va, size, flags},
+        Budget{s.live_handles() >= s.limits.max_handles, s.pinned_pages, s.limits.max_pinned_pages,
+               size / detail::kPage},
         [&] { return s.device.register_user(va, size, (flags & XENHSA_PIN_READ_ONLY) != 0); },
         [&] { return s.device.deregister_user(va); }, "deregister after a failed pin");
-    if (handle) {
-        s.pinned_pages += pages;
-    }
-    return handle;
 }
 
 Result<Handle> GpuContext::alloc(Va va, uint64_t size, uint32_t node, uint32_t flags) {
@@ -93,21 +101,12 @@ Result<Handle> GpuContext::alloc(Va va, uint64_t size, uint32_t node, uint32_t f
         !xenhsa_va_range_ok(va, size)) {
         return errc(std::errc::invalid_argument);
     }
-    if (s.live_handles() >= s.limits.max_handles ||
-        size > s.limits.max_alloc_bytes - std::min(s.alloc_bytes, s.limits.max_alloc_bytes)) {
-        return detail::quota_exceeded();
-    }
-    if (collides(s.mems, MemKind::alloc, va, size)) {
-        return errc(std::errc::device_or_resource_busy);
-    }
-    auto handle = add_memory(
+    return add_memory(
         s.mems, s.allocs, MemObj{MemKind::alloc, va, size, flags},
+        Budget{s.live_handles() >= s.limits.max_handles, s.alloc_bytes, s.limits.max_alloc_bytes,
+               size},
         [&] { return s.device.alloc(node, va, size, flags); }, [&] { return s.device.free(va); },
         "free after a failed alloc");
-    if (handle) {
-        s.alloc_bytes += size;
-    }
-    return handle;
 }
 
 // UNPIN and FREE: at once, or deferred while a live queue holds the memory.
