@@ -1,8 +1,7 @@
 #include "address_space.hpp"
 
-#include <xenhsa/proto/common.h>
-
 #include <sys/mman.h>
+#include <xenhsa/proto/common.h>
 
 #include <algorithm>
 #include <array>
@@ -13,19 +12,23 @@ namespace xenhsa::hsa::soft {
 
 namespace {
 
-bool range_ok(Va va, uint64_t size) noexcept
-{
+// The worker address of a range the space itself maps (mmap, mincore): the allocator's
+// business, not a GPU access, so not through a GuestSlice.
+void* mapping_address(Va va) noexcept {
+    return reinterpret_cast<void*>(static_cast<uintptr_t>(va));
+}
+
+bool range_ok(Va va, uint64_t size) noexcept {
     return va != 0 && xenhsa_va_range_ok(va, size) != 0;
 }
 
 // True when every page of [va, va + size) is mapped in this process.
-bool all_mapped(Va va, uint64_t size) noexcept
-{
+bool all_mapped(Va va, uint64_t size) noexcept {
     constexpr uint64_t kChunkPages = 256;
     std::array<unsigned char, kChunkPages> residency{};
     for (uint64_t done = 0; done < size;) {
         const uint64_t bytes = std::min<uint64_t>(size - done, kChunkPages * XENHSA_PAGE_SIZE);
-        if (::mincore(host_ptr(va + done), bytes, residency.data()) != 0) {
+        if (::mincore(mapping_address(va + done), bytes, residency.data()) != 0) {
             return false;
         }
         done += bytes;
@@ -34,30 +37,25 @@ bool all_mapped(Va va, uint64_t size) noexcept
 }
 
 // Back to the caller's reservation: inaccessible, no memory behind it.
-void reserve(Va va, uint64_t size) noexcept
-{
-    ::mmap(host_ptr(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE,
-           -1, 0);
+void reserve(Va va, uint64_t size) noexcept {
+    ::mmap(mapping_address(va), size, PROT_NONE,
+           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 }
 
 }  // namespace
 
 AddressSpace::AddressSpace(uint64_t gpu_node_mask, uint64_t local_limit) noexcept
-    : gpu_nodes_(gpu_node_mask), local_limit_(local_limit)
-{
-}
+    : gpu_nodes_(gpu_node_mask), local_limit_(local_limit) {}
 
-AddressSpace::~AddressSpace()
-{
-    for (const auto &[va, range] : ranges_) {
+AddressSpace::~AddressSpace() {
+    for (const auto& [va, range] : ranges_) {
         if (!range.user) {
             reserve(va, range.size);
         }
     }
 }
 
-bool AddressSpace::overlaps(Va va, uint64_t size) const noexcept
-{
+bool AddressSpace::overlaps(Va va, uint64_t size) const noexcept {
     auto it = ranges_.lower_bound(va);
     if (it != ranges_.end() && it->first < va + size) {
         return true;
@@ -71,8 +69,7 @@ bool AddressSpace::overlaps(Va va, uint64_t size) const noexcept
     return false;
 }
 
-Result<void> AddressSpace::alloc(Va va, uint64_t size, bool device_local, bool read_only)
-{
+Result<void> AddressSpace::alloc(Va va, uint64_t size, bool device_local, bool read_only) {
     if (!range_ok(va, size)) {
         return errc(std::errc::invalid_argument);
     }
@@ -84,7 +81,7 @@ Result<void> AddressSpace::alloc(Va va, uint64_t size, bool device_local, bool r
         return errc(std::errc::not_enough_memory);
     }
     auto it = ranges_.emplace(va, Range{}).first;
-    void *placed = ::mmap(host_ptr(va), size, PROT_READ | PROT_WRITE,
+    void* placed = ::mmap(mapping_address(va), size, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (placed == MAP_FAILED) {
         ranges_.erase(it);
@@ -99,8 +96,7 @@ Result<void> AddressSpace::alloc(Va va, uint64_t size, bool device_local, bool r
     return boost::outcome_v2::success();
 }
 
-Result<void> AddressSpace::free(Va va)
-{
+Result<void> AddressSpace::free(Va va) {
     std::unique_lock lock(lock_);
     auto it = ranges_.find(va);
     if (it == ranges_.end() || it->second.user) {
@@ -117,8 +113,7 @@ Result<void> AddressSpace::free(Va va)
     return boost::outcome_v2::success();
 }
 
-Result<void> AddressSpace::register_user(Va va, uint64_t size, bool read_only)
-{
+Result<void> AddressSpace::register_user(Va va, uint64_t size, bool read_only) {
     if (!range_ok(va, size)) {
         return errc(std::errc::invalid_argument);
     }
@@ -138,8 +133,7 @@ Result<void> AddressSpace::register_user(Va va, uint64_t size, bool read_only)
     return boost::outcome_v2::success();
 }
 
-Result<void> AddressSpace::deregister_user(Va va)
-{
+Result<void> AddressSpace::deregister_user(Va va) {
     std::unique_lock lock(lock_);
     auto it = ranges_.find(va);
     if (it == ranges_.end() || !it->second.user) {
@@ -152,8 +146,7 @@ Result<void> AddressSpace::deregister_user(Va va)
     return boost::outcome_v2::success();
 }
 
-Result<void> AddressSpace::map_to_gpu(Va va, uint64_t node_mask, bool read_only)
-{
+Result<void> AddressSpace::map_to_gpu(Va va, uint64_t node_mask, bool read_only) {
     if (node_mask == 0 || (node_mask & ~gpu_nodes_) != 0) {
         return errc(std::errc::invalid_argument);
     }
@@ -162,7 +155,7 @@ Result<void> AddressSpace::map_to_gpu(Va va, uint64_t node_mask, bool read_only)
     if (it == ranges_.end()) {
         return errc(std::errc::no_such_file_or_directory);
     }
-    Range &range = it->second;
+    Range& range = it->second;
     if (range.gpu_mapped) {
         // As KFD: mapping again adds nodes. The permissions stay those of the first map,
         // so what a live queue checked at creation cannot change under it.
@@ -178,8 +171,7 @@ Result<void> AddressSpace::map_to_gpu(Va va, uint64_t node_mask, bool read_only)
     return boost::outcome_v2::success();
 }
 
-Result<void> AddressSpace::unmap_from_gpu(Va va)
-{
+Result<void> AddressSpace::unmap_from_gpu(Va va) {
     // Exclusive: waits for GPU accesses in progress; none starts until we are done.
     std::unique_lock lock(lock_);
     auto it = ranges_.find(va);
@@ -198,8 +190,7 @@ Result<void> AddressSpace::unmap_from_gpu(Va va)
 }
 
 std::optional<Va> AddressSpace::first_unreachable(Va va, uint64_t len, Access access,
-                                                  uint64_t node_bits) const noexcept
-{
+                                                  uint64_t node_bits) const noexcept {
     Va cur = va;
     uint64_t remaining = len;
     while (remaining != 0) {
@@ -208,7 +199,7 @@ std::optional<Va> AddressSpace::first_unreachable(Va va, uint64_t len, Access ac
             return cur;
         }
         --it;
-        const Range &range = it->second;
+        const Range& range = it->second;
         const uint64_t offset = cur - it->first;
         if (offset >= range.size || !range.gpu_mapped ||
             (range.node_mask & node_bits) != node_bits) {
@@ -222,19 +213,18 @@ std::optional<Va> AddressSpace::first_unreachable(Va va, uint64_t len, Access ac
             return std::nullopt;
         }
         remaining -= avail;
-        cur += avail; // the range ends below XENHSA_VA_LIMIT: no wrap
+        cur += avail;  // the range ends below XENHSA_VA_LIMIT: no wrap
     }
     return std::nullopt;
 }
 
-void AddressSpace::add_queue_refs(Va va, uint64_t len, int delta) noexcept
-{
+void AddressSpace::add_queue_refs(Va va, uint64_t len, int delta) noexcept {
     Va cur = va;
     uint64_t remaining = len;
     while (remaining != 0) {
-        auto it = std::prev(ranges_.upper_bound(cur)); // covered: checked by the caller
-        it->second.queue_refs = static_cast<uint32_t>(
-            static_cast<int64_t>(it->second.queue_refs) + delta);
+        auto it = std::prev(ranges_.upper_bound(cur));  // covered: checked by the caller
+        it->second.queue_refs =
+            static_cast<uint32_t>(static_cast<int64_t>(it->second.queue_refs) + delta);
         const uint64_t avail = it->second.size - (cur - it->first);
         if (remaining <= avail) {
             return;
@@ -244,24 +234,31 @@ void AddressSpace::add_queue_refs(Va va, uint64_t len, int delta) noexcept
     }
 }
 
-Result<bool> AddressSpace::hold_queue_memory(const QueueMemory &memory, uint64_t node_bit)
-{
+Result<HeldQueueMemory> AddressSpace::hold_queue_memory(const QueueMemory& memory,
+                                                        uint64_t node_bit) {
     std::unique_lock lock(lock_);
     if (first_unreachable(memory.ring, memory.ring_size, Access::read, node_bit) ||
         first_unreachable(memory.rptr, sizeof(uint64_t), Access::write, node_bit) ||
         first_unreachable(memory.wptr, sizeof(uint64_t), Access::read, node_bit)) {
         return errc(std::errc::bad_address);
     }
-    const bool ring_writable =
-        !first_unreachable(memory.ring, memory.ring_size, Access::write, node_bit);
+    const auto rptr = make_slice<Access::write>(memory.rptr, sizeof(uint64_t)).atomic<uint64_t>(0);
+    const auto wptr = make_slice<Access::read>(memory.wptr, sizeof(uint64_t)).atomic<uint64_t>(0);
+    if (!rptr || !wptr) {
+        return errc(std::errc::bad_address);  // misaligned (the agent checked them already)
+    }
+    HeldQueueMemory held{memory, make_slice<Access::read>(memory.ring, memory.ring_size),
+                         std::nullopt, *rptr, *wptr};
+    if (!first_unreachable(memory.ring, memory.ring_size, Access::write, node_bit)) {
+        held.writable_ring = make_slice<Access::write>(memory.ring, memory.ring_size);
+    }
     add_queue_refs(memory.ring, memory.ring_size, 1);
     add_queue_refs(memory.rptr, sizeof(uint64_t), 1);
     add_queue_refs(memory.wptr, sizeof(uint64_t), 1);
-    return ring_writable;
+    return held;
 }
 
-void AddressSpace::release_queue_memory(const QueueMemory &memory) noexcept
-{
+void AddressSpace::release_queue_memory(const QueueMemory& memory) noexcept {
     std::unique_lock lock(lock_);
     add_queue_refs(memory.ring, memory.ring_size, -1);
     add_queue_refs(memory.rptr, sizeof(uint64_t), -1);

@@ -2,10 +2,11 @@
 //
 // A range is an allocation (alloc: anonymous memory placed over the caller's PROT_NONE
 // reservation) or a registration (register_user: worker memory already mapped). The GPU
-// reaches a range only while it is mapped to the GPU. Every GPU access (packet fetch
-// aside: a queue holds its ring) goes through a View, which holds the space shared, so
-// that unmap_from_gpu waits for accesses in progress and no access starts after it. Views
-// cost no mutex (rw_lock.hpp): a few atomic operations on a count.
+// reaches a range only while it is mapped to the GPU. Every GPU access goes through a
+// GuestSlice (guest_slice.hpp) the space hands out checked: from a View (packet fetch
+// aside: a queue holds its ring and pointers, HeldQueueMemory), which holds the space
+// shared, so that unmap_from_gpu waits for accesses in progress and no access starts
+// after it. Views cost no mutex (rw_lock.hpp): a few atomic operations on a count.
 #ifndef XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
 #define XENHSA_HSA_SOFT_ADDRESS_SPACE_HPP
 
@@ -18,23 +19,10 @@
 #include <shared_mutex>
 #include <xenhsa/hsa/types.hpp>
 
+#include "guest_slice.hpp"
 #include "rw_lock.hpp"
 
 namespace xenhsa::hsa::soft {
-
-enum class Access : uint8_t { read, write };
-
-// The host pointer of a VA: the backend mirrors guest VAs, so they are the same number.
-inline std::byte* host_ptr(Va va) noexcept {
-    return reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va));
-}
-
-// An atomic T at a VA: naturally aligned, checked reachable (View::check) and held by the
-// caller (a View, or a queue's hold on its ring and pointers).
-template <class T>
-std::atomic_ref<T> guest_atomic(Va va) noexcept {
-    return std::atomic_ref<T>(*reinterpret_cast<T*>(host_ptr(va)));
-}
 
 // The memory a queue holds while it lives.
 struct QueueMemory {
@@ -42,6 +30,16 @@ struct QueueMemory {
     uint64_t ring_size = 0;
     Va rptr = 0;  // 8 bytes, GPU-written
     Va wptr = 0;  // 8 bytes, GPU-read
+};
+
+// A queue's memory as hold_queue_memory checked it, valid until release_queue_memory
+// (none of it can be unmapped meanwhile).
+struct HeldQueueMemory {
+    QueueMemory memory;
+    GuestSlice<Access::read> ring;
+    std::optional<GuestSlice<Access::write>> writable_ring;  // when the GPU may write it
+    GuestAtomic<uint64_t, Access::write> rptr;
+    GuestAtomic<uint64_t, Access::read> wptr;
 };
 
 class AddressSpace {
@@ -60,19 +58,34 @@ public:
     Result<void> unmap_from_gpu(Va va);
 
     // Checks that the ring, read and write pointers are GPU-mapped on `node_bit` (the
-    // read pointer writable) and takes a queue reference on every range they lie in.
-    // Returns whether the GPU may write the ring (the agent resets fetched headers).
-    Result<bool> hold_queue_memory(const QueueMemory& memory, uint64_t node_bit);
+    // read pointer writable; the pointers 8-byte aligned) and takes a queue reference on
+    // every range they lie in. The ring is writable too when the GPU may write it (the
+    // agent resets fetched headers).
+    Result<HeldQueueMemory> hold_queue_memory(const QueueMemory& memory, uint64_t node_bit);
     void release_queue_memory(const QueueMemory& memory) noexcept;
 
     // A GPU access in progress: holds the space shared while it lives.
     class View {
     public:
         explicit View(const AddressSpace& space) : space_(&space), lock_(space.lock_) {}
-        // nullopt when the GPU may access all of [va, va + len) this way; else the first
-        // address it may not.
-        [[nodiscard]] std::optional<Va> check(Va va, uint64_t len, Access access) const {
-            return space_->first_unreachable(va, len, access, space_->gpu_nodes_);
+        // [va, va + len) when the GPU may access all of it this way; else the first
+        // address it may not. Valid while this View holds the space (until it ends or
+        // lets a writer in).
+        template <Access A>
+        [[nodiscard]] SliceOrFault<A> slice(Va va, uint64_t len) const {
+            if (auto fault = space_->first_unreachable(va, len, A, space_->gpu_nodes_)) {
+                return SliceOrFault<A>::at(*fault);
+            }
+            return SliceOrFault<A>(make_slice<A>(va, len));
+        }
+        // As slice, for memory the GPU accesses atomically: a `va` that is not a multiple
+        // of `align` is a fault at va, whatever lies there.
+        template <Access A>
+        [[nodiscard]] SliceOrFault<A> aligned_slice(Va va, uint64_t len, uint64_t align) const {
+            if (va % align != 0) {
+                return SliceOrFault<A>::at(va);
+            }
+            return slice<A>(va, len);
         }
         // Between workgroups: if a writer waits, lets it in, then holds the space again.
         void let_writer_in() {
@@ -100,6 +113,12 @@ private:
         uint64_t node_mask = 0;
         uint32_t queue_refs = 0;
     };
+
+    // Only for what the space has checked and holds (a View, or a queue's hold).
+    template <Access A>
+    static GuestSlice<A> make_slice(Va va, uint64_t len) noexcept {
+        return GuestSlice<A>(va, len);
+    }
 
     [[nodiscard]] std::optional<Va> first_unreachable(Va va, uint64_t len, Access access,
                                                       uint64_t node_bits) const noexcept;

@@ -211,14 +211,13 @@ Result<QueueId> SoftAgent::make_queue(const QueueSpec& spec) {
     if (!held) {
         return held.error();
     }
-    const bool ring_writable = held.value();
     try {
         const QueueId id = next_queue_;
         std::unique_ptr<soft::Queue> queue;
         if (spec.type == QueueType::sdma) {
-            queue = std::make_unique<soft::SdmaQueue>(shared_, id, spec, memory);
+            queue = std::make_unique<soft::SdmaQueue>(shared_, id, spec, held.value());
         } else {
-            queue = std::make_unique<soft::AqlQueue>(shared_, id, spec, memory, ring_writable);
+            queue = std::make_unique<soft::AqlQueue>(shared_, id, spec, held.value());
         }
         auto& slot = queues_[id];
         try {

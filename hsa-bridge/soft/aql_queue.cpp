@@ -92,17 +92,16 @@ std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t& pa
 
 }  // namespace
 
-AqlQueue::AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const QueueMemory& memory,
-                   bool ring_writable)
+AqlQueue::AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec,
+                   const HeldQueueMemory& held)
     : agent_(agent),
       id_(id),
-      memory_(memory),
+      held_(held),
       error_event_(spec.error_event),
       slot_mask_(spec.ring_size / kPacketSize - 1),
-      ring_writable_(ring_writable),
       active_(spec.percentage > 0) {
     // Where the guest left the read index (zero for a fresh amd_queue_t): read once.
-    read_ = guest_atomic<uint64_t>(memory_.rptr).load(std::memory_order_acquire);
+    read_ = held_.rptr.load(std::memory_order_acquire);
     wptr_seen_ = read_;
 }
 
@@ -175,9 +174,13 @@ void AqlQueue::dispatch_done(const DispatchJob& job) noexcept {
     cv_.notify_all();
 }
 
-uint64_t AqlQueue::load_wptr() const noexcept {
-    return guest_atomic<uint64_t>(memory_.wptr).load(std::memory_order_acquire);
+uint64_t AqlQueue::load_wptr() const noexcept { return held_.wptr.load(std::memory_order_acquire); }
+
+uint64_t AqlQueue::slot_offset(uint64_t read) const noexcept {
+    return (read & slot_mask_) * kPacketSize;
 }
+
+Va AqlQueue::slot_va(uint64_t read) const noexcept { return held_.ring.va() + slot_offset(read); }
 
 // The write dispatch id is guest-written and only compared, never trusted.
 bool AqlQueue::work_arrived(uint64_t read) const noexcept { return load_wptr() != read; }
@@ -291,28 +294,37 @@ void AqlQueue::process_packets() {
     }
 }
 
+// Every slot lies in the ring, its header aligned (the ring is page aligned and a whole
+// number of slots): the accessors refuse none of them.
 bool AqlQueue::header_stored(uint64_t read) const noexcept {
-    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
-    const uint16_t header = guest_atomic<uint16_t>(slot).load(std::memory_order_relaxed);
-    return header_field(header, HSA_PACKET_HEADER_TYPE, HSA_PACKET_HEADER_WIDTH_TYPE) !=
-           HSA_PACKET_TYPE_INVALID;
+    const auto header = held_.ring.atomic<uint16_t>(slot_offset(read));
+    return !header ||  // process() reports it
+           header_field(header->load(std::memory_order_relaxed), HSA_PACKET_HEADER_TYPE,
+                        HSA_PACKET_HEADER_WIDTH_TYPE) != HSA_PACKET_TYPE_INVALID;
 }
 
 AqlQueue::Step AqlQueue::process(uint64_t read) {
-    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
-    const uint16_t header = guest_atomic<uint16_t>(slot).load(std::memory_order_acquire);
+    const auto header_ref = held_.ring.atomic<uint16_t>(slot_offset(read));
+    if (!header_ref) {
+        fail(slot_va(read));
+        return Step::stop;
+    }
+    const uint16_t header = header_ref->load(std::memory_order_acquire);
     const uint32_t type =
         header_field(header, HSA_PACKET_HEADER_TYPE, HSA_PACKET_HEADER_WIDTH_TYPE);
     if (type == HSA_PACKET_TYPE_INVALID) {
         return Step::stall;
     }
-    if (!ring_writable_) {
-        fail(slot);  // retiring the packet writes its header: a GPU write to the ring
+    if (!held_.writable_ring) {
+        fail(slot_va(read));  // retiring the packet writes its header: a GPU write to the ring
         return Step::stop;
     }
     // One copy of the body, after the header's acquire; the guest may rewrite the slot.
     std::array<std::byte, kPacketSize> bytes{};
-    std::memcpy(bytes.data(), host_ptr(slot), bytes.size());
+    if (!held_.ring.read(slot_offset(read), bytes)) {
+        fail(slot_va(read));
+        return Step::stop;
+    }
 
     if (header_field(header, HSA_PACKET_HEADER_BARRIER, HSA_PACKET_HEADER_WIDTH_BARRIER) != 0 &&
         !wait_inflight_below(1)) {
@@ -374,11 +386,15 @@ AqlQueue::Step AqlQueue::release_and_signal(uint32_t release, uint64_t completio
 }
 
 // The packet is consumed: its slot goes back to the producer. Done before the packet can
-// complete, so a producer that sees the completion also sees the slot free.
+// complete, so a producer that sees the completion also sees the slot free. (process()
+// runs no packet of a ring the GPU may not write.)
 void AqlQueue::retire(uint64_t read) noexcept {
-    const Va slot = memory_.ring + (read & slot_mask_) * kPacketSize;
-    guest_atomic<uint16_t>(slot).store(HSA_PACKET_TYPE_INVALID, std::memory_order_relaxed);
-    guest_atomic<uint64_t>(memory_.rptr).store(read + 1, std::memory_order_release);
+    if (held_.writable_ring) {
+        if (const auto header = held_.writable_ring->atomic<uint16_t>(slot_offset(read))) {
+            header->store(HSA_PACKET_TYPE_INVALID, std::memory_order_relaxed);
+        }
+    }
+    held_.rptr.store(read + 1, std::memory_order_release);
 }
 
 AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, uint16_t header,
@@ -391,16 +407,16 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
     }
     const Va kernarg_va = reinterpret_cast<uintptr_t>(packet.kernarg_address);
     std::array<std::byte, kMaxKernargSize> kernarg{};
+    const std::span<std::byte> args(kernarg.data(), kernel->kernarg_size);
     {
         const auto view = agent_.memory.view();
-        if (auto fault = view.check(kernarg_va, kernel->kernarg_size, Access::read)) {
-            fail(fault);
+        const auto guest_args = view.slice<Access::read>(kernarg_va, args.size());
+        if (!guest_args || !guest_args->read(0, args)) {
+            fail(guest_args.fault().value_or(kernarg_va));  // read: not refused
             return Step::stop;
         }
-        std::memcpy(kernarg.data(), host_ptr(kernarg_va), kernel->kernarg_size);
     }
     const auto release = static_cast<uint8_t>(release_scope(header));
-    const std::span<const std::byte> args(kernarg.data(), kernel->kernarg_size);
     if (shape->total_groups <= agent_.inline_max_groups) {
         retire(read);
         return run_inline(*kernel, *shape, args, packet.completion_signal.handle, release);

@@ -49,9 +49,8 @@ namespace xenhsa::hsa::soft {
 
 class AqlQueue final : public Queue {
 public:
-    // The caller holds `memory` in the address space for the queue's lifetime.
-    AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const QueueMemory& memory,
-             bool ring_writable);
+    // The caller holds `held` in the address space for the queue's lifetime.
+    AqlQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const HeldQueueMemory& held);
     ~AqlQueue() override;  // stop()
 
     void start() override;
@@ -60,7 +59,7 @@ public:
     // joins (from the queue's own thread, i.e. its FaultHandler: detaches instead).
     // Idempotent. Completion signals of cancelled dispatches are left alone.
     void stop() noexcept override;
-    [[nodiscard]] const QueueMemory& memory() const noexcept override { return memory_; }
+    [[nodiscard]] const QueueMemory& memory() const noexcept override { return held_.memory; }
 
     // For workers.
     [[nodiscard]] bool halted() const noexcept { return halted_.load(std::memory_order_acquire); }
@@ -103,13 +102,15 @@ private:
     // The write index last seen is more than a ring ahead of read_.
     [[nodiscard]] bool past_the_ring() const noexcept;
     uint64_t load_wptr() const noexcept;
+    // The ring offset and the VA of the slot of `read`.
+    [[nodiscard]] uint64_t slot_offset(uint64_t read) const noexcept;
+    [[nodiscard]] Va slot_va(uint64_t read) const noexcept;
 
     AgentShared& agent_;
     QueueId id_;
-    QueueMemory memory_;
+    HeldQueueMemory held_;
     EventId error_event_;
     uint64_t slot_mask_;
-    bool ring_writable_;
     bool active_;
     uint64_t read_ = 0;       // the processor's read dispatch id
     uint64_t wptr_seen_ = 0;  // the highest write dispatch id seen

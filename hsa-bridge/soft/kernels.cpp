@@ -39,26 +39,8 @@ void run_fill(std::span<const std::byte> kernarg, uint64_t begin, uint64_t end, 
         return;
     }
     const uint64_t n = end - begin;
-    std::byte* dst = memory.reach(args.dst, begin, n, 4, Access::write);
-    if (dst == nullptr) {
-        return;
-    }
-    std::array<unsigned char, 4> bytes{};
-    std::memcpy(bytes.data(), &args.value, 4);
-    if (bytes[0] == bytes[1] && bytes[1] == bytes[2] && bytes[2] == bytes[3]) {
-        std::memset(dst, bytes[0], 4 * n);
-        return;
-    }
-    // The value doubles in place up to a block that stays in L1, which is then copied
-    // on: memcpy speed, whatever the alignment.
-    constexpr uint64_t kBlock = 8192;
-    std::memcpy(dst, &args.value, 4);
-    uint64_t done = 4;
-    const uint64_t total = 4 * n;
-    while (done < total) {
-        const uint64_t step = std::min({done, total - done, kBlock});
-        std::memcpy(dst + done, dst, step);
-        done += step;
+    if (const auto dst = memory.reach<Access::write>(args.dst, begin, n, 4)) {
+        (void)dst->fill(0, dst->size(), args.value);  // the whole slice: not refused
     }
 }
 
@@ -67,13 +49,15 @@ void run_copy(std::span<const std::byte> kernarg, uint64_t begin, uint64_t end, 
     if (!clamp(begin, end, args.size)) {
         return;
     }
-    const std::byte* src = memory.reach(args.src, begin, end - begin, 1, Access::read);
-    std::byte* dst =
-        src == nullptr ? nullptr : memory.reach(args.dst, begin, end - begin, 1, Access::write);
-    if (dst != nullptr) {
-        std::memmove(dst, src, end - begin);
+    const auto src = memory.reach<Access::read>(args.src, begin, end - begin, 1);
+    const auto dst =
+        src ? memory.reach<Access::write>(args.dst, begin, end - begin, 1) : std::nullopt;
+    if (dst) {
+        (void)dst->move_from(0, *src);  // as big as src: not refused
     }
 }
+
+// In the loops below every offset lies in slices of n elements: the accessors refuse none.
 
 void run_vector_add(std::span<const std::byte> kernarg, uint64_t begin, uint64_t end,
                     GpuMemory& memory) {
@@ -82,19 +66,22 @@ void run_vector_add(std::span<const std::byte> kernarg, uint64_t begin, uint64_t
         return;
     }
     const uint64_t n = end - begin;
-    const std::byte* a = memory.reach(args.a, begin, n, 4, Access::read);
-    const std::byte* b = a == nullptr ? nullptr : memory.reach(args.b, begin, n, 4, Access::read);
-    std::byte* c = b == nullptr ? nullptr : memory.reach(args.c, begin, n, 4, Access::write);
-    if (c == nullptr) {
+    const auto a = memory.reach<Access::read>(args.a, begin, n, 4);
+    const auto b = a ? memory.reach<Access::read>(args.b, begin, n, 4) : std::nullopt;
+    const auto c = b ? memory.reach<Access::write>(args.c, begin, n, 4) : std::nullopt;
+    if (!c) {
         return;
     }
     for (uint64_t i = 0; i < n; ++i) {
-        float x = 0;
-        float y = 0;
-        std::memcpy(&x, a + 4 * i, 4);
-        std::memcpy(&y, b + 4 * i, 4);
-        const float sum = x + y;
-        std::memcpy(c + 4 * i, &sum, 4);
+        const auto x = a->load<float>(4 * i);
+        const auto y = b->load<float>(4 * i);
+        if (!x || !y) {
+            return;
+        }
+        const float sum = *x + *y;
+        if (!c->store(4 * i, sum)) {
+            return;
+        }
     }
 }
 
@@ -105,19 +92,22 @@ void run_saxpy(std::span<const std::byte> kernarg, uint64_t begin, uint64_t end,
         return;
     }
     const uint64_t n = end - begin;
-    const std::byte* x = memory.reach(args.x, begin, n, 4, Access::read);
-    std::byte* y = x == nullptr ? nullptr : memory.reach(args.y, begin, n, 4, Access::write);
-    if (y == nullptr) {
+    const auto x = memory.reach<Access::read>(args.x, begin, n, 4);
+    const auto y = x ? memory.reach<Access::write>(args.y, begin, n, 4) : std::nullopt;
+    if (!y) {
         return;
     }
     for (uint64_t i = 0; i < n; ++i) {
-        float xi = 0;
-        float yi = 0;
-        std::memcpy(&xi, x + 4 * i, 4);
-        std::memcpy(&yi, y + 4 * i, 4);
-        const float product = args.a * xi;  // two roundings: not an FMA
-        const float result = product + yi;
-        std::memcpy(y + 4 * i, &result, 4);
+        const auto xi = x->load<float>(4 * i);
+        const auto yi = y->load<float>(4 * i);
+        if (!xi || !yi) {
+            return;
+        }
+        const float product = args.a * *xi;  // two roundings: not an FMA
+        const float result = product + *yi;
+        if (!y->store(4 * i, result)) {
+            return;
+        }
     }
 }
 
@@ -127,18 +117,22 @@ void run_checksum(std::span<const std::byte> kernarg, uint64_t begin, uint64_t e
     if (!clamp(begin, end, args.count)) {
         return;
     }
-    const std::byte* src = memory.reach(args.src, begin, end - begin, 4, Access::read);
-    if (src == nullptr) {
+    const auto src = memory.reach<Access::read>(args.src, begin, end - begin, 4);
+    if (!src) {
         return;
     }
     uint64_t sum = 0;
     for (uint64_t i = 0; i < end - begin; ++i) {
-        uint32_t word = 0;
-        std::memcpy(&word, src + 4 * i, 4);
-        sum += word;
+        const auto word = src->load<uint32_t>(4 * i);
+        if (!word) {
+            return;
+        }
+        sum += *word;
     }
-    if (memory.reach_aligned(args.result, 8, Access::write) != nullptr) {
-        guest_atomic<uint64_t>(args.result).fetch_add(sum, std::memory_order_relaxed);
+    if (const auto result = memory.reach_aligned<Access::write>(args.result, 8)) {
+        if (const auto total = result->atomic<uint64_t>(0)) {  // aligned: not refused
+            total->fetch_add(sum, std::memory_order_relaxed);
+        }
     }
 }
 
@@ -148,10 +142,10 @@ void run_oob_read(std::span<const std::byte> kernarg, uint64_t begin, uint64_t e
     if (!clamp(begin, end, 1)) {
         return;
     }
-    const std::byte* src = memory.reach(args.src, args.index, 1, 4, Access::read);
-    std::byte* dst = src == nullptr ? nullptr : memory.reach(args.dst, 0, 1, 4, Access::write);
-    if (dst != nullptr) {
-        std::memcpy(dst, src, 4);
+    const auto src = memory.reach<Access::read>(args.src, args.index, 1, 4);
+    const auto dst = src ? memory.reach<Access::write>(args.dst, 0, 1, 4) : std::nullopt;
+    if (dst) {
+        (void)dst->move_from(0, *src);  // 4 bytes into 4: not refused
     }
 }
 
@@ -165,30 +159,6 @@ constexpr std::array<BuiltinKernel, XENHSA_KERNEL_COUNT_> kKernels{{
 }};
 
 }  // namespace
-
-std::byte* GpuMemory::reach(Va base, uint64_t index, uint64_t count, uint64_t elem, Access access) {
-    uint64_t offset = 0;
-    uint64_t va = 0;
-    uint64_t len = 0;
-    if (__builtin_mul_overflow(index, elem, &offset) || __builtin_add_overflow(base, offset, &va) ||
-        __builtin_mul_overflow(count, elem, &len)) {
-        fault_ = base + index * elem;  // wraps like the GPU's address arithmetic
-        return nullptr;
-    }
-    if (auto fault = view_.check(va, len, access)) {
-        fault_ = *fault;
-        return nullptr;
-    }
-    return host_ptr(va);
-}
-
-std::byte* GpuMemory::reach_aligned(Va va, uint64_t size, Access access) {
-    if (va % size != 0) {
-        fault_ = va;
-        return nullptr;
-    }
-    return reach(va, 0, 1, size, access);
-}
 
 std::span<const BuiltinKernel> builtin_kernels() noexcept { return kKernels; }
 

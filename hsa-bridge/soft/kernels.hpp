@@ -20,17 +20,42 @@ class GpuMemory {
 public:
     explicit GpuMemory(const AddressSpace& space) : view_(space) {}
 
-    // Host pointer to elements [index, index + count) of `elem` bytes at `base`, or
-    // nullptr (and a recorded fault) when the GPU may not access all of them.
-    std::byte* reach(Va base, uint64_t index, uint64_t count, uint64_t elem, Access access);
+    // Elements [index, index + count) of `elem` bytes at `base`, or nullopt (and a
+    // recorded fault) when the GPU may not access all of them this way. Valid until
+    // let_writer_in.
+    template <Access A>
+    std::optional<GuestSlice<A>> reach(Va base, uint64_t index, uint64_t count, uint64_t elem) {
+        uint64_t offset = 0;
+        uint64_t va = 0;
+        uint64_t len = 0;
+        if (__builtin_mul_overflow(index, elem, &offset) ||
+            __builtin_add_overflow(base, offset, &va) ||
+            __builtin_mul_overflow(count, elem, &len)) {
+            fault_ = base + index * elem;  // wraps like the GPU's address arithmetic
+            return std::nullopt;
+        }
+        return reached(view_.slice<A>(va, len));
+    }
     // One naturally aligned object of `size` bytes at `va`, for atomics: misaligned is a
     // fault at va.
-    std::byte* reach_aligned(Va va, uint64_t size, Access access);
+    template <Access A>
+    std::optional<GuestSlice<A>> reach_aligned(Va va, uint64_t size) {
+        return reached(view_.aligned_slice<A>(va, size, size));
+    }
     [[nodiscard]] std::optional<Va> fault() const noexcept { return fault_; }
     // Between workgroups: a writer that waits for the space gets it first.
     void let_writer_in() { view_.let_writer_in(); }
 
 private:
+    template <Access A>
+    std::optional<GuestSlice<A>> reached(const SliceOrFault<A>& slice) {
+        if (!slice) {
+            fault_ = slice.fault();
+            return std::nullopt;
+        }
+        return *slice;
+    }
+
     AddressSpace::View view_;
     std::optional<Va> fault_;
 };

@@ -1,7 +1,6 @@
 #include "sdma_memory.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 namespace xenhsa::hsa::soft::sdma {
 
@@ -23,12 +22,24 @@ std::optional<Va> row_address(const RectSide& side, uint64_t y, uint64_t z,
     return row;
 }
 
-template <class T>
-std::optional<Va> check_aligned(const AddressSpace::View& view, Va address, Access access) {
-    if (address % sizeof(T) != 0) {
-        return address;
+// One naturally aligned T at `address`: misaligned is a fault there.
+template <class T, Access A>
+SliceOrFault<A> single(const AddressSpace::View& view, Va address) {
+    return view.aligned_slice<A>(address, sizeof(T), sizeof(T));
+}
+
+// A copy of `bytes` from src to dst, each checked first (a fault at the first address the
+// GPU may not reach, the source first).
+OpEnd copy_checked(const AddressSpace::View& view, Va dst, Va src, uint64_t bytes) {
+    const auto from = view.slice<Access::read>(src, bytes);
+    if (!from) {
+        return OpEnd{false, from.fault()};
     }
-    return view.check(address, sizeof(T), access);
+    const auto to = view.slice<Access::write>(dst, bytes);
+    if (!to || !to->move_from(0, *from)) {
+        return OpEnd{false, to.fault().value_or(dst)};  // move_from: not refused
+    }
+    return {};
 }
 
 }  // namespace
@@ -42,14 +53,9 @@ OpEnd copy_linear(const AddressSpace& space, Va dst, Va src, uint64_t bytes,
             return OpEnd{true, std::nullopt};
         }
         const uint64_t n = std::min(bytes - done, kChunkBytes);
-        const auto view = space.view();
-        if (auto fault = view.check(src + done, n, Access::read)) {
-            return OpEnd::at(*fault);
+        if (const OpEnd end = copy_checked(space.view(), dst + done, src + done, n); !end.done()) {
+            return end;
         }
-        if (auto fault = view.check(dst + done, n, Access::write)) {
-            return OpEnd::at(*fault);
-        }
-        std::memmove(host_ptr(dst + done), host_ptr(src + done), n);
         done += n;
     }
     return {};
@@ -76,14 +82,9 @@ OpEnd copy_rect(const AddressSpace& space, const CopyLinearRect& packet,
             if (!to) {
                 return OpEnd::at(dst.base);
             }
-            const auto view = space.view();
-            if (auto fault = view.check(*from, row_bytes, Access::read)) {
-                return OpEnd::at(*fault);
+            if (const OpEnd end = copy_checked(space.view(), *to, *from, row_bytes); !end.done()) {
+                return end;
             }
-            if (auto fault = view.check(*to, row_bytes, Access::write)) {
-                return OpEnd::at(*fault);
-            }
-            std::memmove(host_ptr(*to), host_ptr(*from), row_bytes);
         }
     }
     return {};
@@ -101,12 +102,9 @@ OpEnd fill_dwords(const AddressSpace& space, Va dst, uint32_t value, uint64_t dw
         }
         const uint64_t n = std::min(bytes - done, kChunkBytes);
         const auto view = space.view();
-        if (auto fault = view.check(dst + done, n, Access::write)) {
-            return OpEnd::at(*fault);
-        }
-        std::byte* out = host_ptr(dst + done);
-        for (uint64_t i = 0; i < n; i += sizeof value) {
-            std::memcpy(out + i, &value, sizeof value);
+        const auto out = view.slice<Access::write>(dst + done, n);
+        if (!out || !out->fill(0, n, value)) {
+            return OpEnd::at(out.fault().value_or(dst + done));  // fill: not refused
         }
         done += n;
     }
@@ -115,37 +113,45 @@ OpEnd fill_dwords(const AddressSpace& space, Va dst, uint32_t value, uint64_t dw
 
 OpEnd store32(const AddressSpace& space, Va address, uint32_t value) {
     const auto view = space.view();
-    if (auto fault = check_aligned<uint32_t>(view, address, Access::write)) {
-        return OpEnd::at(*fault);
+    const auto word = single<uint32_t, Access::write>(view, address);
+    const auto atomic = word->atomic<uint32_t>(0);
+    if (!atomic) {
+        return OpEnd::at(word.fault().value_or(address));  // an aligned slice: not refused
     }
-    guest_atomic<uint32_t>(address).store(value, std::memory_order_release);
+    atomic->store(value, std::memory_order_release);
     return {};
 }
 
 OpEnd store64(const AddressSpace& space, Va address, uint64_t value) {
     const auto view = space.view();
-    if (auto fault = check_aligned<uint64_t>(view, address, Access::write)) {
-        return OpEnd::at(*fault);
+    const auto word = single<uint64_t, Access::write>(view, address);
+    const auto atomic = word->atomic<uint64_t>(0);
+    if (!atomic) {
+        return OpEnd::at(word.fault().value_or(address));
     }
-    guest_atomic<uint64_t>(address).store(value, std::memory_order_release);
+    atomic->store(value, std::memory_order_release);
     return {};
 }
 
 OpEnd add64(const AddressSpace& space, Va address, uint64_t value) {
     const auto view = space.view();
-    if (auto fault = check_aligned<uint64_t>(view, address, Access::write)) {
-        return OpEnd::at(*fault);
+    const auto word = single<uint64_t, Access::write>(view, address);
+    const auto atomic = word->atomic<uint64_t>(0);
+    if (!atomic) {
+        return OpEnd::at(word.fault().value_or(address));
     }
-    guest_atomic<uint64_t>(address).fetch_add(value, std::memory_order_acq_rel);
+    atomic->fetch_add(value, std::memory_order_acq_rel);
     return {};
 }
 
 Load32 load32(const AddressSpace& space, Va address) {
     const auto view = space.view();
-    if (auto fault = check_aligned<uint32_t>(view, address, Access::read)) {
-        return Load32{0, fault};
+    const auto word = single<uint32_t, Access::read>(view, address);
+    const auto atomic = word->atomic<uint32_t>(0);
+    if (!atomic) {
+        return Load32{0, word.fault().value_or(address)};
     }
-    return Load32{guest_atomic<uint32_t>(address).load(std::memory_order_acquire), std::nullopt};
+    return Load32{atomic->load(std::memory_order_acquire), std::nullopt};
 }
 
 }  // namespace xenhsa::hsa::soft::sdma

@@ -23,15 +23,15 @@ Packet as(const std::array<uint32_t, sdma::kMaxPacketDwords>& dwords) noexcept {
 }  // namespace
 
 SdmaQueue::SdmaQueue(AgentShared& agent, QueueId id, const QueueSpec& spec,
-                     const QueueMemory& memory)
+                     const HeldQueueMemory& held)
     : agent_(agent),
       id_(id),
-      memory_(memory),
+      held_(held),
       error_event_(spec.error_event),
       ring_mask_(spec.ring_size - 1),
       active_(spec.percentage > 0) {
     // Where the guest left the read index (zero for a fresh queue): read once.
-    read_ = guest_atomic<uint64_t>(memory_.rptr).load(std::memory_order_acquire);
+    read_ = held_.rptr.load(std::memory_order_acquire);
 }
 
 SdmaQueue::~SdmaQueue() { stop(); }
@@ -77,7 +77,7 @@ void SdmaQueue::fail(std::optional<Va> fault) noexcept {
 }
 
 uint64_t SdmaQueue::load_wptr() const noexcept {
-    return guest_atomic<uint64_t>(memory_.wptr).load(std::memory_order_acquire);
+    return held_.wptr.load(std::memory_order_acquire);
 }
 
 bool SdmaQueue::wait_doorbell(uint64_t seen, std::chrono::microseconds timeout) {
@@ -86,12 +86,10 @@ bool SdmaQueue::wait_doorbell(uint64_t seen, std::chrono::microseconds timeout) 
 }
 
 // The ring is held by the queue (it cannot be unmapped meanwhile) and only read.
-void SdmaQueue::copy_from_ring(uint64_t index, void* out, uint64_t bytes) const noexcept {
+bool SdmaQueue::copy_from_ring(uint64_t index, std::span<std::byte> out) const noexcept {
     const uint64_t offset = index & ring_mask_;
-    const uint64_t first = std::min(bytes, memory_.ring_size - offset);
-    auto* dst = static_cast<std::byte*>(out);
-    std::memcpy(dst, host_ptr(memory_.ring + offset), first);
-    std::memcpy(dst + first, host_ptr(memory_.ring), bytes - first);
+    const uint64_t first = std::min<uint64_t>(out.size(), held_.ring.size() - offset);
+    return held_.ring.read(offset, out.first(first)) && held_.ring.read(0, out.subspan(first));
 }
 
 void SdmaQueue::run() noexcept {
@@ -139,7 +137,7 @@ void SdmaQueue::process_packets() {
         if (static_cast<int64_t>(ahead) <= 0) {
             continue;
         }
-        if (ahead > memory_.ring_size) {
+        if (ahead > held_.ring.size()) {
             fail(std::nullopt);  // more than a ring ahead: not a producer's index
             return;
         }
@@ -157,13 +155,16 @@ void SdmaQueue::process_packets() {
 
 SdmaQueue::Step SdmaQueue::process(uint64_t available) {
     Dwords packet{};
-    copy_from_ring(read_, packet.data(), sizeof(uint32_t));
+    const auto packet_bytes = std::as_writable_bytes(std::span(packet));
+    if (!copy_from_ring(read_, packet_bytes.first(sizeof(uint32_t)))) {
+        return malformed();
+    }
     const auto dwords = sdma::packet_dwords(packet[0]);
     if (!dwords) {
         return malformed();  // an opcode or sub-opcode this engine does not run
     }
     const uint64_t bytes = uint64_t{*dwords} * sizeof(uint32_t);
-    if (bytes > memory_.ring_size) {
+    if (bytes > held_.ring.size()) {
         return malformed();  // a NOP longer than the ring can never be complete
     }
     if (bytes > available) {
@@ -172,14 +173,17 @@ SdmaQueue::Step SdmaQueue::process(uint64_t available) {
     // One copy of the rest; the guest may rewrite the ring meanwhile. A NOP's skipped
     // dwords are never read.
     const uint32_t copied = std::min<uint32_t>(*dwords, sdma::kMaxPacketDwords);
-    copy_from_ring(read_ + sizeof(uint32_t), &packet[1], (copied - 1) * sizeof(uint32_t));
+    if (!copy_from_ring(read_ + sizeof(uint32_t),
+                        packet_bytes.subspan(sizeof(uint32_t), (copied - 1) * sizeof(uint32_t)))) {
+        return malformed();
+    }
 
     const Step step = execute(packet);
     if (step != Step::next) {
         return step;
     }
     read_ += bytes;
-    guest_atomic<uint64_t>(memory_.rptr).store(read_, std::memory_order_release);
+    held_.rptr.store(read_, std::memory_order_release);
     return Step::next;
 }
 

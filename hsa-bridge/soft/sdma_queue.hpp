@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 
 #include "agent_shared.hpp"
@@ -40,15 +41,15 @@ namespace xenhsa::hsa::soft {
 
 class SdmaQueue final : public Queue {
 public:
-    // The caller holds `memory` in the address space for the queue's lifetime.
-    SdmaQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const QueueMemory& memory);
+    // The caller holds `held` in the address space for the queue's lifetime.
+    SdmaQueue(AgentShared& agent, QueueId id, const QueueSpec& spec, const HeldQueueMemory& held);
     ~SdmaQueue() override;  // stop()
 
     void start() override;
     void doorbell() noexcept override;
     // Interrupts a copy, fill or poll in progress between two chunks or looks.
     void stop() noexcept override;
-    [[nodiscard]] const QueueMemory& memory() const noexcept override { return memory_; }
+    [[nodiscard]] const QueueMemory& memory() const noexcept override { return held_.memory; }
 
 private:
     enum class Step : uint8_t { next, incomplete, stop };
@@ -64,13 +65,14 @@ private:
     Step finish(const sdma::OpEnd& end);
     Step malformed();
     void fail(std::optional<Va> fault) noexcept;
-    void copy_from_ring(uint64_t index, void* out, uint64_t bytes) const noexcept;
+    // False when the ring refuses it (not for a copy of at most ring_size bytes).
+    [[nodiscard]] bool copy_from_ring(uint64_t index, std::span<std::byte> out) const noexcept;
     [[nodiscard]] uint64_t load_wptr() const noexcept;
     bool wait_doorbell(uint64_t seen, std::chrono::microseconds timeout);
 
     AgentShared& agent_;
     QueueId id_;
-    QueueMemory memory_;
+    HeldQueueMemory held_;
     EventId error_event_;
     uint64_t ring_mask_;
     bool active_;

@@ -14,51 +14,44 @@ static_assert(kSignalBytes == 64 && offsetof(amd_signal_t, value) == 8 &&
               offsetof(amd_signal_t, event_mailbox_ptr) == 16 &&
               offsetof(amd_signal_t, event_id) == 24);
 
-template <class T>
-std::atomic_ref<T> field(uint64_t handle, size_t offset) noexcept
-{
-    return guest_atomic<T>(handle + offset);
-}
-
 // Atomics need natural alignment; a signal that lacks it is a fault at its address.
-std::optional<Va> check_signal(const AddressSpace::View &view, uint64_t handle, Access access)
-{
-    if (handle % alignof(int64_t) != 0) {
-        return handle;
-    }
-    return view.check(handle, kSignalBytes, access);
+template <Access A>
+SliceOrFault<A> signal_at(const AddressSpace::View& view, uint64_t handle) {
+    return view.aligned_slice<A>(handle, kSignalBytes, alignof(int64_t));
 }
 
 }  // namespace
 
-std::optional<Va> complete_signal(const AddressSpace &space, EventTable &events, SignalHub &hub,
-                                  uint64_t handle)
-{
+std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
+                                  uint64_t handle) {
     uint32_t event_id = 0;
     {
         const auto view = space.view();
-        if (auto fault = check_signal(view, handle, Access::write)) {
-            return fault;
+        const auto signal = signal_at<Access::write>(view, handle);
+        // The fields of an aligned signal are aligned: refused only for a fault.
+        const auto value = signal->atomic<int64_t>(offsetof(amd_signal_t, value));
+        const auto mailbox_ptr =
+            signal->atomic<uint64_t>(offsetof(amd_signal_t, event_mailbox_ptr));
+        const auto id = signal->atomic<uint32_t>(offsetof(amd_signal_t, event_id));
+        if (!value || !mailbox_ptr || !id) {
+            return signal.fault().value_or(handle);
         }
         // Everything the agent reads of the signal, it reads before the decrement: a
         // waiter that sees the new value may reuse the signal at once.
-        const uint64_t mailbox =
-            field<uint64_t>(handle, offsetof(amd_signal_t, event_mailbox_ptr))
-                .load(std::memory_order_relaxed);
-        event_id = field<uint32_t>(handle, offsetof(amd_signal_t, event_id))
-                       .load(std::memory_order_relaxed);
-        if (mailbox != 0) {
-            if (mailbox % alignof(uint64_t) != 0) {
-                return mailbox;
-            }
-            if (auto fault = view.check(mailbox, sizeof(uint64_t), Access::write)) {
-                return fault;
+        const uint64_t mailbox_va = mailbox_ptr->load(std::memory_order_relaxed);
+        event_id = id->load(std::memory_order_relaxed);
+        std::optional<GuestAtomic<uint64_t, Access::write>> mailbox;
+        if (mailbox_va != 0) {
+            const auto slot =
+                view.aligned_slice<Access::write>(mailbox_va, sizeof(uint64_t), alignof(uint64_t));
+            mailbox = slot->atomic<uint64_t>(0);
+            if (!mailbox) {
+                return slot.fault().value_or(mailbox_va);
             }
         }
-        field<int64_t>(handle, offsetof(amd_signal_t, value))
-            .fetch_sub(1, std::memory_order_release);
-        if (mailbox != 0) {
-            guest_atomic<uint64_t>(mailbox).store(event_id, std::memory_order_release);
+        value->fetch_sub(1, std::memory_order_release);
+        if (mailbox) {
+            mailbox->store(event_id, std::memory_order_release);
         }
     }
     if (event_id != 0) {
@@ -68,9 +61,8 @@ std::optional<Va> complete_signal(const AddressSpace &space, EventTable &events,
     return std::nullopt;
 }
 
-DependencyState check_dependencies(const AddressSpace &space, std::span<const uint64_t> handles,
-                                   BarrierKind kind)
-{
+DependencyState check_dependencies(const AddressSpace& space, std::span<const uint64_t> handles,
+                                   BarrierKind kind) {
     const auto view = space.view();
     bool all_zero = true;
     bool any_zero = false;
@@ -78,11 +70,12 @@ DependencyState check_dependencies(const AddressSpace &space, std::span<const ui
         if (handle == 0) {
             continue;
         }
-        if (auto fault = check_signal(view, handle, Access::read)) {
-            return {false, fault};
+        const auto signal = signal_at<Access::read>(view, handle);
+        const auto value_ref = signal->atomic<int64_t>(offsetof(amd_signal_t, value));
+        if (!value_ref) {
+            return {false, signal.fault().value_or(handle)};
         }
-        const int64_t value = field<int64_t>(handle, offsetof(amd_signal_t, value))
-                                  .load(std::memory_order_acquire);
+        const int64_t value = value_ref->load(std::memory_order_acquire);
         all_zero = all_zero && value == 0;
         any_zero = any_zero || value == 0;
     }
