@@ -1,0 +1,40 @@
+// xenhsa-doctor's checks of a host: what ROCm needs (an AMD GPU, PCIe AtomicOps up to the
+// root port, /dev/kfd, the GPU's gfx target and XNACK mode, the IOMMU) and what the
+// backend needs from Xen (the hypervisor, the domain's role, xenstore, gntdev, gntalloc
+// and its limit against the LEND quota, evtchn, the memlock limit). Everything is read
+// from files under `root` (sysfs, /dev, /proc), so tests run on fake trees; nothing is
+// written, config space included.
+#ifndef XENHSA_BACKEND_SERVICE_DOCTOR_HOST_CHECKS_HPP
+#define XENHSA_BACKEND_SERVICE_DOCTOR_HOST_CHECKS_HPP
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xenhsa::backend::doctor {
+
+enum class Status : uint8_t { pass, info, warn, fail };
+
+struct Check {
+    std::string name;
+    Status status = Status::info;
+    std::string detail;
+    std::string remedy;  // empty: nothing to do
+};
+
+struct DoctorOptions {
+    std::filesystem::path root = "/";
+    uint64_t lend_pages = 65536;  // the max_lend_pages quota a guest may use
+};
+
+std::vector<Check> run_checks(const DoctorOptions& options);
+
+std::string_view status_name(Status status) noexcept;
+// Whether a requirement failed (xenhsa-doctor's exit status).
+bool any_failed(const std::vector<Check>& checks) noexcept;
+
+}  // namespace xenhsa::backend::doctor
+
+#endif

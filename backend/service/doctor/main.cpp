@@ -1,0 +1,68 @@
+// xenhsa-doctor: checks whether this host can run xenhsa's backend with ROCm, and says
+// what to do about each requirement that fails. Reads sysfs, /dev and /proc only; never
+// writes config space (it prints the setpci command instead).
+//   xenhsa-doctor [--json] [--lend-pages N] [--sysfs-root DIR]
+// Exit status: 0 when no requirement fails, 1 when one does, 2 on a usage error.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "host_checks.hpp"
+
+namespace {
+
+using xenhsa::backend::doctor::Check;
+
+void print_table(const std::vector<Check>& checks) {
+    std::size_t width = 0;
+    for (const Check& c : checks) {
+        width = std::max(width, c.name.size());
+    }
+    for (const Check& c : checks) {
+        std::printf("%-4s  %-*s  %s\n", std::string(status_name(c.status)).c_str(),
+                    static_cast<int>(width), c.name.c_str(), c.detail.c_str());
+        if (!c.remedy.empty()) {
+            std::printf("%-4s  %-*s  -> %s\n", "", static_cast<int>(width), "", c.remedy.c_str());
+        }
+    }
+}
+
+void print_json(const std::vector<Check>& checks) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Check& c : checks) {
+        list.push_back({{"name", c.name},
+                        {"status", std::string(status_name(c.status))},
+                        {"detail", c.detail},
+                        {"remedy", c.remedy}});
+    }
+    const nlohmann::json out{{"ok", !any_failed(checks)}, {"checks", list}};
+    std::cout << out.dump(2) << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"xenhsa-doctor: can this host run the xenhsa backend with ROCm?"};
+    xenhsa::backend::doctor::DoctorOptions options;
+    bool json = false;
+    app.add_flag("--json", json, "print the checks as JSON");
+    app.add_option("--lend-pages", options.lend_pages,
+                   "the max_lend_pages quota guests get (held against gntalloc's limit)")
+        ->capture_default_str();
+    app.add_option("--sysfs-root", options.root,
+                   "read /sys, /dev and /proc under DIR instead of / (for tests)")
+        ->type_name("DIR");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e) == 0 ? 0 : 2;
+    }
+    const auto checks = xenhsa::backend::doctor::run_checks(options);
+    if (json) {
+        print_json(checks);
+    } else {
+        print_table(checks);
+    }
+    return xenhsa::backend::doctor::any_failed(checks) ? 1 : 0;
+}
