@@ -211,6 +211,7 @@ void xen_checks(const DoctorOptions& o, std::vector<Check>& out) {
                    ""});
 
     const bool store = present(under(o, "/dev/xen/xenbus")) ||
+                       present(under(o, "/dev/xen/xenbus_backend")) ||
                        present(under(o, "/var/run/xenstored/socket")) ||
                        present(under(o, "/run/xenstored/socket"));
     out.push_back({"xenstore", store ? Status::pass : Status::fail,
