@@ -30,10 +30,14 @@ xen::Result<void> XenbusDevice::start() {
         return xen::errc(w == Write::gone ? std::errc::no_such_file_or_directory
                                           : std::errc::io_error);
     }
-    auto watched = platform_.store->watch(fe_dir_ + "/" XENHSA_XS_STATE, kFrontendStateToken);
-    if (!watched) {
-        failed_ = true;
-        return watched.error();
+    for (const auto& [path, token] :
+         {std::pair{be_dir_ + "/online", kOnlineToken},
+          std::pair{fe_dir_ + "/" XENHSA_XS_STATE, kFrontendStateToken}}) {
+        auto watched = platform_.store->watch(path, token);
+        if (!watched) {
+            failed_ = true;
+            return watched.error();
+        }
     }
     return xen::Result<void>(boost::outcome_v2::success());
 }
@@ -41,11 +45,33 @@ xen::Result<void> XenbusDevice::start() {
 void XenbusDevice::on_watch(const xen::WatchEvent& event) {
     if (event.token == kFrontendStateToken) {
         frontend_changed();
+    } else if (event.token == kOnlineToken) {
+        online_changed();
     }
+}
+
+void XenbusDevice::online_changed() {
+    if (stopped_ || failed_) {
+        return;
+    }
+    auto online = platform_.store->read(xen::kNoTx, be_dir_ + "/online");
+    const bool offline = online && online.value() == "0";
+    if (offline == offline_) {
+        return;
+    }
+    offline_ = offline;
+    log_->info("the toolstack set the device {}", offline ? "offline" : "online");
+    frontend_changed();  // offline: closes; online again: a waiting frontend is served
 }
 
 void XenbusDevice::frontend_changed() {
     if (stopped_ || failed_) {
+        return;
+    }
+    if (offline_) {
+        if (state_ == XenbusState::init_wait || state_ == XenbusState::connected) {
+            close({});
+        }
         return;
     }
     auto read = read_state(*platform_.store, fe_dir_);
@@ -228,6 +254,7 @@ XenbusDevice::Write XenbusDevice::advertise() {
     const std::pair<std::string_view, std::string> values[] = {
         {XENHSA_XS_VERSIONS, "1"},
         {XENHSA_XS_MAX_RING_PAGE_ORDER, std::to_string(factory_.max_ring_page_order())},
+        {"hotplug-status", "connected"},
     };
     auto written = write_if_present(*platform_.store, be_dir_, values);
     if (!written) {

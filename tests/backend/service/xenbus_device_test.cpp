@@ -165,6 +165,7 @@ TEST_F(XenbusDeviceTest, StartAdvertisesAndWaits) {
     settle();
     EXPECT_EQ(be_read("versions"), "1");
     EXPECT_EQ(be_read("max-ring-page-order"), "3");
+    EXPECT_EQ(be_read("hotplug-status"), "connected");  // what a toolstack waits for
     EXPECT_EQ(be_state(), "2");
     EXPECT_EQ(device->state(), XenbusState::init_wait);
     EXPECT_EQ(factory.connects, 0);
@@ -366,6 +367,50 @@ TEST_F(XenbusDeviceTest, ShutdownClosesAndIgnoresTheFrontend) {
     fe_write("state", "1");
     settle();
     EXPECT_EQ(be_state(), "6");
+}
+
+// The toolstack's unplug, as libxl does it: online 0 and state Closing in one
+// transaction, then it waits for Closed before it removes the directories.
+TEST_F(XenbusDeviceTest, OfflineClosesAndKeepsTheDeviceClosedUntilOnlineAgain) {
+    ASSERT_TRUE(toolstack.write(0, be + "/online", "1").has_value());
+    start_and_publish();
+    ASSERT_EQ(factory.live, 1);
+    auto tx = toolstack.transaction_start();
+    ASSERT_TRUE(tx.has_value());
+    ASSERT_TRUE(toolstack.write(tx.value(), be + "/online", "0").has_value());
+    ASSERT_TRUE(toolstack.write(tx.value(), be + "/state", "5").has_value());
+    ASSERT_TRUE(toolstack.transaction_end(tx.value(), true).has_value());
+    settle();
+    EXPECT_EQ(factory.live, 0);
+    EXPECT_EQ(be_state(), "6");
+
+    fe_write("state", "6");
+    fe_write("state", "1");  // a frontend that would reconnect is not served while offline
+    settle();
+    EXPECT_EQ(be_state(), "6");
+    EXPECT_EQ(factory.connects, 1);
+
+    ASSERT_TRUE(toolstack.write(0, be + "/online", "1").has_value());  // plugged again
+    settle();
+    EXPECT_EQ(be_state(), "2");
+    fe_write("state", "3");
+    settle();
+    EXPECT_EQ(be_state(), "4");
+    EXPECT_EQ(factory.connects, 2);
+    EXPECT_EQ(store_failures, 0);
+}
+
+TEST_F(XenbusDeviceTest, OfflineBeforeTheFrontendConnectsClosesTheAdvertisedDevice) {
+    ASSERT_TRUE(device->start().has_value());
+    settle();
+    ASSERT_EQ(be_state(), "2");
+    ASSERT_TRUE(toolstack.write(0, be + "/online", "0").has_value());
+    settle();
+    EXPECT_EQ(be_state(), "6");
+    publish();
+    fe_write("state", "3");
+    settle();
+    EXPECT_EQ(factory.connects, 0);
 }
 
 TEST_F(XenbusDeviceTest, UnpluggedDeviceIsNotRecreated) {

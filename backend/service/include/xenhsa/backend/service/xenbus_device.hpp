@@ -9,6 +9,12 @@
 //                                      then as below
 //   fe Initialising, be Closed ....... reconnect: InitWait again
 //
+// The toolstack's conventions, as Linux's and QEMU's backends follow them: the worker
+// writes hotplug-status "connected" when it advertises, and watches the backend's
+// `online` node: "0" (the toolstack unplugs: libxl writes online 0 and state Closing in
+// one transaction, then waits for Closed) closes the device and keeps it closed whatever
+// the frontend does, until `online` is "1" again; a missing node counts as online.
+//
 // The frontend's state node is guest-written: a malformed value counts as Closing, with
 // an error node. A failing store write is fatal for the worker (`on_store_failure`), so
 // the supervisor marks the device Closed and the guest reconnects to a fresh worker.
@@ -39,6 +45,7 @@ struct DeviceStatus {
 class XenbusDevice {
 public:
     static constexpr std::string_view kFrontendStateToken = "xenhsa-fe-state";
+    static constexpr std::string_view kOnlineToken = "xenhsa-be-online";
 
     XenbusDevice(boost::asio::io_context& io, xen::Platform& platform, GuestConnector& factory,
                  DeviceId id, std::shared_ptr<spdlog::logger> log);
@@ -83,6 +90,7 @@ private:
     enum class Write : uint8_t { ok, gone, failed };
 
     void frontend_changed();
+    void online_changed();
     void connect();
     // Closing, teardown, Closed. A non-empty `error` also goes to the error node.
     void close(const std::string& error);
@@ -108,6 +116,8 @@ private:
     uint64_t generation_ = 0;
     bool stopped_ = false;
     bool failed_ = false;
+    bool offline_ = false;  // the toolstack wrote online "0"
+
     std::string error_;
     // Posted handlers hold a weak reference to tell whether this object still exists.
     std::shared_ptr<int> alive_ = std::make_shared<int>(0);
