@@ -1,16 +1,31 @@
-// xenhsa-ctl: asks a running xenhsa-backend over its control socket.
+// xenhsa-ctl: asks a running xenhsa-backend over its control socket, and takes the
+// toolstack's step for a xenhsa device (xl knows nothing of xenhsa) over xenstore.
 //   xenhsa-ctl --sim-dir DIR status [--json]
 //   xenhsa-ctl --sim-dir DIR revoke --domid N
 //   xenhsa-ctl --sim-dir DIR quota [--domid N] --set key=value...
+//   xenhsa-ctl [--sim-dir DIR] plug --domid N [--devid D] [--backend-domid B]
+//   xenhsa-ctl [--sim-dir DIR] unplug --domid N [--devid D] [--timeout S]
+// Without --sim-dir, plug and unplug use this domain's xenstore (libxenstore).
+#include <xenhsa/proto/xenbus.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+#include <xenhsa/xen/device_plug.hpp>
 
 #include "control_client.hpp"
+#if XENHSA_CTL_HAVE_SIM
+#include <xenhsa/xen/sim/client.hpp>
+#endif
+#if XENHSA_CTL_HAVE_REAL
+#include <xenhsa/xen/real/platform.hpp>
+#endif
 
 namespace {
 
@@ -44,6 +59,68 @@ void print_table(const nlohmann::json& devices) {
         }
         std::printf("\n");
     }
+}
+
+// The store plug and unplug write through: the simulator's dom0, or this domain's.
+xenhsa::xen::Result<std::unique_ptr<xenhsa::xen::Store>> open_store(const std::string& sim_dir) {
+    if (!sim_dir.empty()) {
+#if XENHSA_CTL_HAVE_SIM
+        auto dom0 = xenhsa::xen::sim::attach(sim_dir, 0);
+        if (!dom0) {
+            return dom0.error();
+        }
+        return std::move(dom0.value().store);
+#else
+        return xenhsa::xen::errc(std::errc::not_supported);
+#endif
+    }
+#if XENHSA_CTL_HAVE_REAL
+    return xenhsa::xen::real::open_store();
+#else
+    return xenhsa::xen::errc(std::errc::not_supported);
+#endif
+}
+
+// plug or unplug; an exit status.
+int toolstack(const std::string& sim_dir, bool plug, const xenhsa::xen::PvDevice& device,
+              unsigned timeout_s) {
+    auto store = open_store(sim_dir);
+    if (!store) {
+        std::fprintf(stderr, "xenhsa-ctl: cannot open xenstore: %s\n",
+                     store.error().message().c_str());
+        return 1;
+    }
+    const std::string name = std::to_string(device.frontend) + "/" + std::to_string(device.devid);
+    if (plug) {
+        auto plugged = xenhsa::xen::plug_device(*store.value(), device);
+        if (!plugged) {
+            std::fprintf(stderr, "xenhsa-ctl: plug %s: %s\n", name.c_str(),
+                         plugged.error().message().c_str());
+            return 1;
+        }
+        if (!plugged.value()) {
+            std::fprintf(stderr, "xenhsa-ctl: device %s is plugged already\n", name.c_str());
+            return 1;
+        }
+        std::printf("plugged device %s: %s\n", name.c_str(), device.frontend_dir().c_str());
+        return 0;
+    }
+    auto unplugged =
+        xenhsa::xen::unplug_device(*store.value(), device, std::chrono::seconds(timeout_s));
+    if (!unplugged) {
+        std::fprintf(stderr, "xenhsa-ctl: unplug %s: %s\n", name.c_str(),
+                     unplugged.error().message().c_str());
+        return 1;
+    }
+    if (!unplugged.value()) {
+        std::fprintf(stderr,
+                     "xenhsa-ctl: the backend did not close device %s within %u s; its "
+                     "directories are removed anyway\n",
+                     name.c_str(), timeout_s);
+        return 1;
+    }
+    std::printf("unplugged device %s\n", name.c_str());
+    return 0;
 }
 
 }  // namespace
@@ -91,7 +168,28 @@ int main(int argc, char** argv) {
         ->take_all();
     quota->add_flag("--json", json, "print the answer as JSON");
 
+    xenhsa::xen::PvDevice device;
+    device.type = XENHSA_XS_DEVICE_TYPE;
+    unsigned timeout_s = 10;
+    auto* plug = app.add_subcommand(
+        "plug", "the toolstack's step: a xenhsa device for a guest (both xenstore directories)");
+    auto* unplug = app.add_subcommand(
+        "unplug", "set a device offline, wait for the backend to close it, remove its directories");
+    for (auto* cmd : {plug, unplug}) {
+        cmd->add_option("--domid", device.frontend, "the guest domain")
+            ->required()
+            ->check(CLI::Range(1u, 0x7FEFu));
+        cmd->add_option("--devid", device.devid, "the device number")->capture_default_str();
+        cmd->add_option("--backend-domid", device.backend, "the backend's domain")
+            ->capture_default_str();
+    }
+    unplug->add_option("--timeout", timeout_s, "seconds to wait for the backend's Closed")
+        ->capture_default_str();
+
     CLI11_PARSE(app, argc, argv);
+    if (plug->parsed() || unplug->parsed()) {
+        return toolstack(sim_dir, plug->parsed(), device, timeout_s);
+    }
 
     std::filesystem::path path = socket_path;
     if (path.empty()) {
@@ -140,9 +238,10 @@ int main(int argc, char** argv) {
     } else if (*status) {
         print_table(devices);
         if (violations != 0) {
-            std::printf("%llu worker(s) killed by their seccomp filter (confinement "
-                        "violations; see the backend's log)\n",
-                        static_cast<unsigned long long>(violations));
+            std::printf(
+                "%llu worker(s) killed by their seccomp filter (confinement "
+                "violations; see the backend's log)\n",
+                static_cast<unsigned long long>(violations));
         }
     } else if (*revoke) {
         if (*handle_opt) {

@@ -61,6 +61,11 @@ void XenbusDevice::online_changed() {
     }
     offline_ = offline;
     log_->info("the toolstack set the device {}", offline ? "offline" : "online");
+    if (offline && state_ == XenbusState::closed) {
+        // Closed already: say so again over the Closing the toolstack wrote with it.
+        (void)set_state(XenbusState::closed);
+        return;
+    }
     frontend_changed();  // offline: closes; online again: a waiting frontend is served
 }
 

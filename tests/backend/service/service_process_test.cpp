@@ -5,8 +5,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <cstring>
-#include <fstream>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -15,7 +13,9 @@
 
 #include <child_process.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -70,7 +70,8 @@ protected:
 
     // A guest domain with one plugged xenhsa device (the toolstack's part) and a
     // scripted frontend for it.
-    xen::DomId add_guest(const std::string& name, uint32_t devid = 0) {
+    // `plugged` false: the device is left for the test to plug.
+    xen::DomId add_guest(const std::string& name, uint32_t devid = 0, bool plugged = true) {
         auto domid = sim::create_domain(sim_.dir(), name, 64);
         EXPECT_TRUE(domid);
         if (!domid) {
@@ -84,7 +85,9 @@ protected:
         EXPECT_EQ(frontend->link().receive(kPatience), std::optional<uint64_t>(0))
             << "the frontend did not attach";
         frontends_[fe] = std::move(frontend);
-        plug(fe, devid);
+        if (plugged) {
+            plug(fe, devid);
+        }
         return fe;
     }
 
@@ -395,8 +398,8 @@ TEST_F(ServiceTest, AForbiddenSystemCallKillsOnlyThatWorker) {
     const pid_t pid_b = worker_pid(b);
     ASSERT_GT(pid_a, 0);
 
-    const auto sent = control(sim_.dir() / "backend.sock",
-                              {{"op", "test-forbidden-syscall"}, {"domid", a}});
+    const auto sent =
+        control(sim_.dir() / "backend.sock", {{"op", "test-forbidden-syscall"}, {"domid", a}});
     ASSERT_EQ(sent.value("ok", false), true) << sent.dump();
     EXPECT_TRUE(eventually([&] { return process_gone(pid_a); }));
     EXPECT_TRUE(be_state_is(a, "6")) << "its guest sees Closed";
@@ -518,6 +521,42 @@ TEST_F(ServiceTest, UnpluggedDeviceLosesItsWorker) {
     EXPECT_TRUE(eventually([&] { return device(a).is_null(); }));
     EXPECT_EQ(be_read(a, "state"), "<No such file or directory>") << "not re-created";
     EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; }));
+}
+
+// xenhsa-ctl plug and unplug take the toolstack's step as libxl does for a PV device:
+// both directories in one transaction; then online 0 and Closing, the backend's Closed,
+// and both directories removed.
+TEST_F(ServiceTest, CtlPlugsAndUnplugsADeviceAsTheToolstackDoes) {
+    start_backend();
+    const auto a = add_guest("guest-a", 0, /*plugged=*/false);
+    const std::string dir = sim_.dir().string();
+    const std::string domid = std::to_string(a);
+    const auto plugged = run({XENHSA_CTL_BINARY, "--sim-dir", dir, "plug", "--domid", domid});
+    ASSERT_TRUE(plugged.ok()) << plugged.out;
+    EXPECT_EQ(be_read(a, "online"), "1");
+    connect(a);
+    EXPECT_EQ(be_read(a, "hotplug-status"), "connected");
+    EXPECT_FALSE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "plug", "--domid", domid}).ok())
+        << "plugged twice";
+    const pid_t pid = worker_pid(a);
+    ASSERT_GT(pid, 0);
+
+    const auto unplugged =
+        run({XENHSA_CTL_BINARY, "--sim-dir", dir, "unplug", "--domid", domid, "--timeout", "20"});
+    EXPECT_TRUE(unplugged.ok()) << unplugged.out;
+    EXPECT_EQ(be_read(a, "state"), "<No such file or directory>");
+    EXPECT_FALSE(dom0_.store->read(xen::kNoTx, frontend_dir({a, 0}) + "/state"));
+    EXPECT_TRUE(eventually([&] { return process_gone(pid); }));
+    EXPECT_TRUE(eventually([&] { return device(a).is_null(); }));
+    EXPECT_TRUE(eventually([&] { return ask(a, kBeAlive) == 0; })) << "the guest saw it go";
+    EXPECT_FALSE(
+        run({XENHSA_CTL_BINARY, "--sim-dir", dir, "unplug", "--domid", domid, "--timeout", "1"})
+            .ok())
+        << "nothing left to unplug";
+
+    // Plugged again, the same guest connects to a fresh worker.
+    ASSERT_TRUE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "plug", "--domid", domid}).ok());
+    EXPECT_TRUE(be_state_is(a, "2")) << be_read(a, "state");
 }
 
 TEST_F(ServiceTest, TellsSystemdWhenReady) {

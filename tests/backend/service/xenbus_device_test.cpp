@@ -400,6 +400,20 @@ TEST_F(XenbusDeviceTest, OfflineClosesAndKeepsTheDeviceClosedUntilOnlineAgain) {
     EXPECT_EQ(store_failures, 0);
 }
 
+TEST_F(XenbusDeviceTest, OfflineAfterTheGuestClosedSaysClosedAgain) {
+    start_and_publish();
+    fe_write("state", "5");
+    settle();
+    ASSERT_EQ(be_state(), "6");
+    auto tx = toolstack.transaction_start();
+    ASSERT_TRUE(tx.has_value());
+    ASSERT_TRUE(toolstack.write(tx.value(), be + "/online", "0").has_value());
+    ASSERT_TRUE(toolstack.write(tx.value(), be + "/state", "5").has_value());
+    ASSERT_TRUE(toolstack.transaction_end(tx.value(), true).has_value());
+    settle();
+    EXPECT_EQ(be_state(), "6") << "the toolstack waits for Closed";
+}
+
 TEST_F(XenbusDeviceTest, OfflineBeforeTheFrontendConnectsClosesTheAdvertisedDevice) {
     ASSERT_TRUE(device->start().has_value());
     settle();
