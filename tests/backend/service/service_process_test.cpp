@@ -559,6 +559,18 @@ TEST_F(ServiceTest, CtlPlugsAndUnplugsADeviceAsTheToolstackDoes) {
     EXPECT_TRUE(be_state_is(a, "2")) << be_read(a, "state");
 }
 
+TEST_F(ServiceTest, UnplugWithoutABackendRemovesTheDeviceAfterItsTimeout) {
+    const auto a = add_guest("guest-a", 0, /*plugged=*/false);  // no backend runs
+    const std::string dir = sim_.dir().string();
+    const std::string domid = std::to_string(a);
+    ASSERT_TRUE(run({XENHSA_CTL_BINARY, "--sim-dir", dir, "plug", "--domid", domid}).ok());
+    const auto unplugged =
+        run({XENHSA_CTL_BINARY, "--sim-dir", dir, "unplug", "--domid", domid, "--timeout", "1"});
+    EXPECT_FALSE(unplugged.ok()) << "nobody closed it";
+    EXPECT_EQ(be_read(a, "state"), "<No such file or directory>");
+    EXPECT_FALSE(dom0_.store->read(xen::kNoTx, frontend_dir({a, 0}) + "/state"));
+}
+
 TEST_F(ServiceTest, TellsSystemdWhenReady) {
     // A stand-in for systemd's notification socket.
     const fs::path path = sim_.dir() / "notify.sock";
