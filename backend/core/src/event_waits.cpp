@@ -14,7 +14,7 @@ std::optional<Reply> EventWaits::wait(const xenhsa_event_wait_req& req, uint32_t
             return fail(XENHSA_STATUS_BAD_HANDLE);
         }
     }
-    if (pending_.count(seqno) != 0) {
+    if (pending_.contains(seqno)) {
         return fail(XENHSA_STATUS_BAD_ARGUMENT);
     }
     if (pending_.size() >= terms_.max_in_flight()) {

@@ -1,6 +1,7 @@
 #include "atomics_path.hpp"
 
-#include <cstdio>
+#include <array>
+#include <charconv>
 #include <optional>
 
 namespace xenhsa::backend::doctor {
@@ -88,11 +89,13 @@ AtomicsVerdict check_atomics_path(const std::vector<PciFunction>& path) {
                       "");
     }
     if ((gpu.config.config->devctl2 & kDevCtl2AtomicRequester) == 0) {
-        char devctl2[8];
-        std::snprintf(devctl2, sizeof devctl2, "%04x", gpu.config.config->devctl2);
+        std::array<char, 8> hex{};
+        const auto end =
+            std::to_chars(hex.data(), hex.data() + hex.size(), gpu.config.config->devctl2, 16).ptr;
+        const std::string devctl2(hex.data(), end);
         return broken("the path carries AtomicOps, but " + gpu.address +
                           " does not request them: AtomicOp Requester Enable is clear "
-                          "(DevCtl2 " +
+                          "(DevCtl2 0x" +
                           devctl2 + ", bit 6)",
                       "as root: setpci -s " + gpu.address +
                           " CAP_EXP+28.w=0040:0040 (amdgpu sets it itself when it sees the "

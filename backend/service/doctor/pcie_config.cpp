@@ -29,7 +29,7 @@ ParsedConfig parse_pcie_config(std::span<const uint8_t> space) noexcept {
     if ((le16(space, kStatus) & kStatusCapList) == 0) {
         return {std::nullopt, ConfigProblem::no_pcie_cap};
     }
-    std::size_t at = space[kCapPointer] & 0xfcu;
+    std::size_t at = space[kCapPointer] & 0xFCU;
     for (int seen = 0; at != 0; ++seen) {
         if (seen == kMaxCaps || at < kHeaderBytes || at + 2 > space.size()) {
             return {std::nullopt, ConfigProblem::bad_cap_list};
@@ -39,12 +39,12 @@ ParsedConfig parse_pcie_config(std::span<const uint8_t> space) noexcept {
                 return {std::nullopt, ConfigProblem::too_short};
             }
             PcieConfig c;
-            c.type = static_cast<PortType>(le16(space, at + kPcieFlags) >> 4 & 0xfu);
+            c.type = static_cast<PortType>(le16(space, at + kPcieFlags) >> 4 & 0xFU);
             c.devcap2 = le32(space, at + kDevCap2);
             c.devctl2 = le16(space, at + kDevCtl2Offset);
             return {c, std::nullopt};
         }
-        at = space[at + 1] & 0xfcu;
+        at = space[at + 1] & 0xFCU;
     }
     return {std::nullopt, ConfigProblem::no_pcie_cap};
 }
