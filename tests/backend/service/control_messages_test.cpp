@@ -160,6 +160,16 @@ TEST(ConnectorConfig, TheSoftAgentTargetIsChecked) {
     EXPECT_NE(error.find("--soft-gfx"), std::string::npos) << error;
 }
 
+// The example quota file xenhsa-backend's package ships is one the backend accepts, and
+// a broken one is refused by the same check.
+TEST(ConnectorConfig, TheShippedExampleQuotaFileIsAccepted) {
+    ConnectorConfig config;
+    config.config_file = XENHSA_EXAMPLE_CONFIG;
+    EXPECT_EQ(check_connector_config(config), std::nullopt);
+    config.config_file = "/nonexistent/backend.json";
+    EXPECT_NE(check_connector_config(config), std::nullopt);
+}
+
 class LineChannelTest : public ::testing::Test {
 protected:
     LineChannelTest() : a(io), b(io) { boost::asio::local::connect_pair(a, b); }
