@@ -371,15 +371,22 @@ TEST_F(XenbusDeviceTest, ShutdownClosesAndIgnoresTheFrontend) {
 
 // The toolstack's unplug, as libxl does it: online 0 and state Closing in one
 // transaction, then it waits for Closed before it removes the directories.
-TEST_F(XenbusDeviceTest, OfflineClosesAndKeepsTheDeviceClosedUntilOnlineAgain) {
+class UnplugTest : public XenbusDeviceTest {
+protected:
+    void unplug_offline() {
+        auto tx = toolstack.transaction_start();
+        ASSERT_TRUE(tx.has_value());
+        ASSERT_TRUE(toolstack.write(tx.value(), be + "/online", "0").has_value());
+        ASSERT_TRUE(toolstack.write(tx.value(), be + "/state", "5").has_value());
+        ASSERT_TRUE(toolstack.transaction_end(tx.value(), true).has_value());
+    }
+};
+
+TEST_F(UnplugTest, OfflineClosesAndKeepsTheDeviceClosedUntilOnlineAgain) {
     ASSERT_TRUE(toolstack.write(0, be + "/online", "1").has_value());
     start_and_publish();
     ASSERT_EQ(factory.live, 1);
-    auto tx = toolstack.transaction_start();
-    ASSERT_TRUE(tx.has_value());
-    ASSERT_TRUE(toolstack.write(tx.value(), be + "/online", "0").has_value());
-    ASSERT_TRUE(toolstack.write(tx.value(), be + "/state", "5").has_value());
-    ASSERT_TRUE(toolstack.transaction_end(tx.value(), true).has_value());
+    unplug_offline();
     settle();
     EXPECT_EQ(factory.live, 0);
     EXPECT_EQ(be_state(), "6");
@@ -400,21 +407,17 @@ TEST_F(XenbusDeviceTest, OfflineClosesAndKeepsTheDeviceClosedUntilOnlineAgain) {
     EXPECT_EQ(store_failures, 0);
 }
 
-TEST_F(XenbusDeviceTest, OfflineAfterTheGuestClosedSaysClosedAgain) {
+TEST_F(UnplugTest, OfflineAfterTheGuestClosedSaysClosedAgain) {
     start_and_publish();
     fe_write("state", "5");
     settle();
     ASSERT_EQ(be_state(), "6");
-    auto tx = toolstack.transaction_start();
-    ASSERT_TRUE(tx.has_value());
-    ASSERT_TRUE(toolstack.write(tx.value(), be + "/online", "0").has_value());
-    ASSERT_TRUE(toolstack.write(tx.value(), be + "/state", "5").has_value());
-    ASSERT_TRUE(toolstack.transaction_end(tx.value(), true).has_value());
+    unplug_offline();
     settle();
     EXPECT_EQ(be_state(), "6") << "the toolstack waits for Closed";
 }
 
-TEST_F(XenbusDeviceTest, OfflineBeforeTheFrontendConnectsClosesTheAdvertisedDevice) {
+TEST_F(UnplugTest, OfflineBeforeTheFrontendConnectsClosesTheAdvertisedDevice) {
     ASSERT_TRUE(device->start().has_value());
     settle();
     ASSERT_EQ(be_state(), "2");
