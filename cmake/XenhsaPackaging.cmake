@@ -14,6 +14,11 @@ set(CPACK_COMPONENTS_ALL backend guest sim)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION misc)
+# CPack asks dpkg for the architecture, which is the build machine's: a cross build
+# names the target's (script/cross arm64 --report).
+if(CMAKE_CROSSCOMPILING AND CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+endif()
 
 set(CPACK_DEBIAN_BACKEND_PACKAGE_NAME xenhsa-backend)
 set(CPACK_DEBIAN_BACKEND_PACKAGE_DEPENDS adduser)

@@ -1,6 +1,7 @@
 // The guest's VA window: PROT_NONE reservations and the allocator that places buffers.
 #include <gtest/gtest.h>
 #include <xenhsa/frontend/va_window.hpp>
+#include <xenhsa/proto/common.h>
 
 #include <sys/mman.h>
 
@@ -136,7 +137,7 @@ TEST(VaReservation, FixedReservationNeverReplacesAMapping)
 TEST(VaReservation, RejectsUnalignedAndOutOfRange)
 {
     EXPECT_EQ(VaReservation::reserve_at(kBase + 1, kPage).error(), std::errc::invalid_argument);
-    EXPECT_EQ(VaReservation::reserve_at(0x7FFFFFFFF000ull, 2 * kPage).error(),
+    EXPECT_EQ(VaReservation::reserve_at(XENHSA_VA_LIMIT - kPage, 2 * kPage).error(),
               std::errc::invalid_argument);
     EXPECT_EQ(VaReservation::reserve(0).error(), std::errc::invalid_argument);
 }

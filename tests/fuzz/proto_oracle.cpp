@@ -4,7 +4,11 @@ namespace xenhsa::fuzz::oracle {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kVaLimit = uint64_t{1} << 47;
+#if defined(__aarch64__)
+constexpr uint64_t kVaLimit = uint64_t{1} << 48;  // arm64's 48-bit user space
+#else
+constexpr uint64_t kVaLimit = uint64_t{1} << 47;  // x86-64's lower half
+#endif
 constexpr uint64_t kWindowMin = uint64_t{1} << 30;
 constexpr uint64_t kWindowMax = uint64_t{1} << 43;
 constexpr uint64_t kWindowFloor = uint64_t{1} << 30;

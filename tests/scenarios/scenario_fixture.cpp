@@ -12,8 +12,8 @@ namespace xenhsa::testing::scenarios {
 void ScenarioTest::SetUp() {
     sim_.emplace(SimInstance::start());
     const std::string dir = sim_->dir().string();
-    backend_ = std::make_unique<Process>(std::vector<std::string>{
-        XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"});
+    backend_ = std::make_unique<Process>(with_backend_test_args(
+        {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"}));
     ASSERT_GT(backend_->pid(), 0);
     std::optional<int> ended;
     ASSERT_TRUE(eventually([&] {

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <sstream>
 
 extern char** environ;
 
@@ -183,6 +185,15 @@ Output run(const std::vector<std::string>& args, std::chrono::milliseconds timeo
     result.status = p.wait(timeout).value_or(-1);
     result.out = p.output();
     return result;
+}
+
+std::vector<std::string> with_backend_test_args(std::vector<std::string> args) {
+    const char* extra = std::getenv("XENHSA_TEST_BACKEND_ARGS");
+    std::istringstream words(extra != nullptr ? extra : "");
+    for (std::string word; words >> word;) {
+        args.push_back(word);
+    }
+    return args;
 }
 
 }  // namespace xenhsa::testing

@@ -107,6 +107,11 @@ struct Output {
 // Runs a binary to its end (SIGKILLed after `timeout`) and collects its stdout.
 Output run(const std::vector<std::string>& args, std::chrono::milliseconds timeout = kPatience);
 
+// `args` (a test's xenhsa-backend command line) followed by the words of
+// XENHSA_TEST_BACKEND_ARGS: e.g. `--worker-seccomp off` where the tests run under qemu-user,
+// which cannot load a seccomp filter (script/cross arm64 --labels sim).
+std::vector<std::string> with_backend_test_args(std::vector<std::string> args);
+
 }  // namespace xenhsa::testing
 
 #endif

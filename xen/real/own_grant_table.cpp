@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
+#include <type_traits>
 #include <xenhsa/xen/public_headers.hpp>
 
 #include "detail.hpp"
@@ -60,6 +61,16 @@ struct GnttabGetVersion {
 };
 
 constexpr std::size_t kEntriesPerFrame = kPageSize / sizeof(grant_entry_v1_t);
+
+// A guest handle is a plain pointer in x86's legacy interface and a struct on Arm.
+template <typename Handle, typename T>
+void set_handle(Handle& handle, T* value) {
+    if constexpr (std::is_pointer_v<Handle>) {
+        handle = value;
+    } else {
+        set_xen_guest_handle(handle, value);
+    }
+}
 
 }  // namespace
 
@@ -131,7 +142,7 @@ struct OwnGrantTable::Impl {
         gnttab_setup_table setup{};
         setup.dom = DOMID_SELF;
         setup.nr_frames = static_cast<uint32_t>(want);
-        setup.frame_list = frames;  // a plain pointer in the legacy interface
+        set_handle(setup.frame_list, frames);
         if (auto r = grant_table_op(GNTTABOP_setup_table, setup); !r) {
             return r.error();
         }

@@ -41,7 +41,7 @@ TEST(Hello, GuestChosenFreeWindowConnectsAtOnce) {
     RequestsHarness h;
     uint64_t base = 0;
     {
-        auto probe = VaReservation::anywhere(kWindowSize, 0x300000000000ull);
+        auto probe = VaReservation::anywhere(kWindowSize, WindowNegotiation::kDefaultProposalBase);
         ASSERT_TRUE(probe);
         base = probe.value().base();
     }  // free again

@@ -34,6 +34,7 @@ using xenhsa::testing::kPatience;
 using xenhsa::testing::Link;
 using xenhsa::testing::Process;
 using xenhsa::testing::run;
+using xenhsa::testing::with_backend_test_args;
 
 // Commands to a lending guest; kLend carries the page count in its upper 32 bits.
 enum Cmd : uint64_t {
@@ -144,7 +145,7 @@ protected:
         std::vector<std::string> args{XENHSA_BACKEND_BINARY, "--sim-dir", sim_.dir().string(),
                                       "--gpu", "soft"};
         args.insert(args.end(), extra.begin(), extra.end());
-        backend_ = std::make_unique<Process>(args);
+        backend_ = std::make_unique<Process>(with_backend_test_args(args));
         ASSERT_TRUE(eventually([&] { return fs::exists(sim_.dir() / "backend.sock"); }));
     }
 

@@ -44,6 +44,7 @@ using xenhsa::testing::kPatience;
 using xenhsa::testing::Process;
 using xenhsa::testing::process_gone;
 using xenhsa::testing::run;
+using xenhsa::testing::with_backend_test_args;
 
 class ServiceTest : public ::testing::Test {
 protected:
@@ -62,7 +63,7 @@ protected:
         std::vector<std::string> args{XENHSA_BACKEND_BINARY, "--sim-dir", sim_.dir().string(),
                                       "--gpu", "soft"};
         args.insert(args.end(), extra_args.begin(), extra_args.end());
-        backend_ = std::make_unique<Process>(args, -1, env);
+        backend_ = std::make_unique<Process>(with_backend_test_args(args), -1, env);
         ASSERT_GT(backend_->pid(), 0);
         ASSERT_TRUE(eventually([&] { return fs::exists(sim_.dir() / "backend.sock"); }))
             << "the control socket never appeared";

@@ -47,8 +47,17 @@
 #define XENHSA_PAGE_SHIFT 12u
 #define XENHSA_PAGE_SIZE 4096u
 
-/* Highest guest virtual address (exclusive) that may be mirrored: the x86-64 lower half. */
+/*
+ * Highest guest virtual address (exclusive) that may be mirrored: the end of user space,
+ * 2^47 on x86-64 (4-level paging), 2^48 on arm64 (Linux with 48-bit VAs, where mmap
+ * places memory just below it). A guest and its backend run on one host: both sides are
+ * built for the same architecture and see the same limit.
+ */
+#if defined(__aarch64__)
+#define XENHSA_VA_LIMIT 0x0001000000000000ull
+#else
 #define XENHSA_VA_LIMIT 0x0000800000000000ull
+#endif
 
 /*
  * Handles are opaque 64-bit ids the backend issues per guest connection.

@@ -19,10 +19,17 @@ namespace xenhsa::backend::core {
 
 class WindowNegotiation {
 public:
+#if defined(__SANITIZE_THREAD__)
+    // ThreadSanitizer (x86_64) keeps its shadow and meta memory from 1 TiB up to the PIE
+    // range and dies on an application mapping there: its own low range is below 512 GiB.
+    static constexpr uint64_t kDefaultProposalBase = 1ull << 32;  // 4 GiB
+    static constexpr uint64_t kProposalSpan = 0x7000000000ull;    // 448 GiB
+#else
     // Where proposals start: high enough to miss a guest's usual heap and mmap areas and
-    // the sanitizers' shadow memory.
+    // AddressSanitizer's shadow memory.
     static constexpr uint64_t kDefaultProposalBase = 0x200000000000ull;  // 32 TiB
     static constexpr uint64_t kProposalSpan = 0x200000000000ull;         // 32 TiB
+#endif
     static constexpr uint64_t kProposalAlign = 2ull << 20;               // 2 MiB
 
     explicit WindowNegotiation(uint64_t proposal_base = kDefaultProposalBase) noexcept
