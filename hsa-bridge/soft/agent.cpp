@@ -123,6 +123,27 @@ SoftAgent::~SoftAgent() {
         queue->stop();
         memory_.release_queue_memory(queue->memory());
     }
+    std::vector<std::thread> adopted;
+    {
+        std::lock_guard lock(adopted_mutex_);
+        adopted.swap(adopted_);
+    }
+    for (auto& thread : adopted) {
+        if (thread.get_id() == std::this_thread::get_id()) {
+            thread.detach();  // a fault handler that destroys the whole agent
+        } else {
+            thread.join();
+        }
+    }
+}
+
+void SoftAgent::adopt_thread(std::thread thread) noexcept {
+    std::lock_guard lock(adopted_mutex_);
+    try {
+        adopted_.push_back(std::move(thread));
+    } catch (...) {  // no memory: the thread runs on unjoined, as it did before
+        thread.detach();
+    }
 }
 
 Result<xenhsa_version_info> SoftAgent::version() { return topology_.version(); }

@@ -6,6 +6,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 #include <xenhsa/hsa/soft_agent.hpp>
 
 #include "address_space.hpp"
@@ -60,6 +62,7 @@ public:
 private:
     void queue_failed(QueueId queue, EventId error_event,
                       std::optional<Va> fault) noexcept override;
+    void adopt_thread(std::thread thread) noexcept override;
     Result<QueueId> make_queue(const QueueSpec& spec);
 
     SoftAgentOptions options_;
@@ -68,6 +71,8 @@ private:
     soft::AddressSpace memory_;
     soft::SignalHub signals_;
     std::mutex fault_mutex_;
+    std::mutex adopted_mutex_;
+    std::vector<std::thread> adopted_;  // queue threads their own fault handler ended
     FaultHandler fault_handler_;
     soft::WorkerPool pool_;
     soft::KickTracker kicks_;

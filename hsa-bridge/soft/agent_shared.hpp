@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <thread>
 #include <xenhsa/hsa/kfd_device.hpp>
 
 #include "address_space.hpp"
@@ -22,6 +23,9 @@ public:
     // packet or a device failure. Called once per queue, on the queue's thread.
     virtual void queue_failed(QueueId queue, EventId error_event,
                               std::optional<Va> fault) noexcept = 0;
+    // A queue destroyed from its own thread (by the fault handler) hands that thread
+    // over: it still returns through queue_failed, so the agent joins it before it goes.
+    virtual void adopt_thread(std::thread thread) noexcept = 0;
 
 protected:
     ~QueueErrorSink() = default;

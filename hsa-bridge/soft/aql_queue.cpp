@@ -133,7 +133,7 @@ void AqlQueue::stop() noexcept {
     }
     if (thread_.get_id() == std::this_thread::get_id()) {
         // Destroyed from its own FaultHandler: run() touches nothing after the report.
-        thread_.detach();
+        agent_.errors.adopt_thread(std::move(thread_));
     } else {
         thread_.join();
     }

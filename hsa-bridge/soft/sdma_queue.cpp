@@ -60,7 +60,7 @@ void SdmaQueue::stop() noexcept {
         return;
     }
     if (thread_.get_id() == std::this_thread::get_id()) {
-        thread_.detach();  // destroyed from its own FaultHandler
+        agent_.errors.adopt_thread(std::move(thread_));  // destroyed from its FaultHandler
     } else {
         thread_.join();
     }
