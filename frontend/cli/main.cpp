@@ -139,6 +139,14 @@ int main(int argc, char **argv)
     stress_cmd->add_option("--max-pages", stress.max_pages, "largest MAP")
         ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
 
+    ChurnOptions churn;
+    auto *churn_cmd = command("churn",
+                              "rounds of mixed work (MAP+PIN, LEND, event waits, vector_add "
+                              "left in flight) for the death soak; objects live 3 rounds",
+                              [&] { return run_churn(global, churn); });
+    churn_cmd->add_option("--rounds", churn.rounds, "rounds (0: until SIGTERM/SIGINT)");
+    churn_cmd->add_option("--seed", churn.seed, "random choices (sizes, order of release)");
+
     GpuOptions gpu;
     auto gpu_options = [&](CLI::App *sub) {
         sub->add_option("--node", gpu.node, "GPU node (default: the first with GPU cores)")

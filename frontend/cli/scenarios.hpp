@@ -47,6 +47,12 @@ struct StressOptions {
 };
 int run_stress(const GlobalOptions &options, const StressOptions &stress);
 
+struct ChurnOptions {
+    uint32_t rounds = 0;  // 0: until SIGTERM/SIGINT
+    uint32_t seed = 1;
+};
+int run_churn(const GlobalOptions &options, const ChurnOptions &churn);
+
 struct GpuOptions {
     std::optional<uint32_t> node;  // default: the first node with GPU cores
     uint32_t elements = 4096;      // vecadd, saxpy, fill-checksum

@@ -1,19 +1,31 @@
 #include "scenario_fixture.hpp"
 
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <charconv>
 #include <child_process.hpp>
 #include <csignal>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <xenhsa/xen/sim/client.hpp>
 
 namespace xenhsa::testing::scenarios {
 
 void ScenarioTest::SetUp() {
     sim_.emplace(SimInstance::start());
     const std::string dir = sim_->dir().string();
-    backend_ = std::make_unique<Process>(with_backend_test_args(
-        {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"}));
+    // sh execs the backend with its stderr in a file: the same process, its log kept.
+    std::vector<std::string> args{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>" + log_path()};
+    for (auto& arg : with_backend_test_args(
+             {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"})) {
+        args.push_back(std::move(arg));
+    }
+    backend_ = std::make_unique<Process>(args);
     ASSERT_GT(backend_->pid(), 0);
     std::optional<int> ended;
     ASSERT_TRUE(eventually([&] {
@@ -36,9 +48,71 @@ void ScenarioTest::TearDown() {
         EXPECT_TRUE(exited_with(ended, 0))
             << "xenhsa-backend on SIGTERM: " << describe_status(ended)
             << " (a sanitizer report on its stderr?)";
+        if (HasFailure()) {
+            std::cerr << "--- xenhsa-backend's stderr ---\n" << backend_log() << "---\n";
+        }
     }
     backend_.reset();
     sim_.reset();
+}
+
+std::string ScenarioTest::log_path() const { return (sim_->dir() / "backend.log").string(); }
+
+std::string ScenarioTest::backend_log() const {
+    std::ifstream in(log_path());
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+nlohmann::json ScenarioTest::control(const nlohmann::json& request) {
+    const std::string socket = (sim_->dir() / "backend.sock").string();
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
+    std::string answer;
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+        const std::string line = request.dump() + "\n";
+        if (::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size())) {
+            char c = 0;
+            while (::read(fd, &c, 1) == 1 && c != '\n') {
+                answer.push_back(c);
+            }
+        }
+    }
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    return nlohmann::json::parse(answer, nullptr, false);
+}
+
+bool ScenarioTest::nothing_held(std::string& why) {
+    const auto s = control({{"op", "status"}});
+    if (!s.is_object() || !s.contains("domains") || !s["domains"].is_array()) {
+        why = "no status answer";
+        return false;
+    }
+    for (const auto& d : s["domains"]) {
+        for (const char* key :
+             {"mapped_pages", "pinned_pages", "lent_pages", "queues", "events", "handles"}) {
+            if (!d.is_object() || d.value(key, uint64_t{0}) != 0) {
+                why = "backend status " + d.dump();
+                return false;
+            }
+        }
+    }
+    const auto domains = xen::sim::list_domains(sim_->dir());
+    if (!domains) {
+        why = "xenhsa-sim list: " + domains.error().message();
+        return false;
+    }
+    for (const auto& d : domains.value()) {
+        if (d.domid == 0 && (d.mapped_pages != 0 || d.shared_pages != 0)) {
+            why = "dom0 still maps " + std::to_string(d.mapped_pages) +
+                  " grant pages and shares " + std::to_string(d.shared_pages);
+            return false;
+        }
+    }
+    return true;
 }
 
 std::vector<std::string> ScenarioTest::guest_args(const std::vector<std::string>& scenario) const {

@@ -2,7 +2,8 @@
 // `xenhsa-guest --sim-dir DIR <scenario>` processes against them (each creates its own
 // domain and plugs its device as the toolstack would). The backend's view comes from
 // `xenhsa-ctl status --json`. At the end the guests are killed first, then the backend
-// must exit 0 on SIGTERM (a sanitizer report would make it fail).
+// must exit 0 on SIGTERM (a sanitizer report would make it fail). The backend's log (its
+// stderr) is kept in the sim's directory and shown when a test fails.
 #ifndef XENHSA_TESTS_SCENARIOS_SCENARIO_FIXTURE_HPP
 #define XENHSA_TESTS_SCENARIOS_SCENARIO_FIXTURE_HPP
 
@@ -60,9 +61,18 @@ protected:
     std::string status_text();
 
     SimInstance& sim() { return *sim_; }
+    [[nodiscard]] pid_t backend_pid() const { return backend_ ? backend_->pid() : -1; }
+    // The backend's stderr so far: its log and any sanitizer report, workers' included.
+    [[nodiscard]] std::string backend_log() const;
+    // One request on the backend's control socket; its answer (discarded if not JSON).
+    nlohmann::json control(const nlohmann::json& request);
+    // Every device the backend knows holds nothing (status counters 0), and dom0 maps no
+    // grant page and shares no page in the embedded hypervisor; else `why` says what.
+    bool nothing_held(std::string& why);
 
 private:
     std::vector<std::string> guest_args(const std::vector<std::string>& scenario) const;
+    [[nodiscard]] std::string log_path() const;
 
     std::optional<SimInstance> sim_;
     std::unique_ptr<Process> backend_;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #include "sim_fixture.hpp"
@@ -91,6 +92,39 @@ TEST_F(SimTest, SharedPagesAreVisibleAcrossProcesses) {
     child.link().send(kEndAccess);
     EXPECT_EQ(child.link().receive(), 0u) << "nothing maps the pages any more";
     EXPECT_TRUE(exited_with(child.wait(), 0));
+}
+
+// `xenhsa-sim list` tells what each domain holds (the leak checks of the fault sweep).
+TEST_F(SimTest, ListCountsWhatEachDomainMapsAndShares) {
+    auto held = [this](DomId id) {
+        std::array<uint32_t, 3> counts{~0u, ~0u, ~0u};
+        if (auto domains = xen::sim::list_domains(sim.dir())) {
+            for (const auto& d : domains.value()) {
+                if (d.domid == id) counts = {d.mapped_pages, d.shared_pages, d.bound_ports};
+            }
+        }
+        return counts;
+    };
+    const DomId g = create_guest("guest");
+    auto child =
+        spawn_in(g, [](Platform& p, Link& link) { return sharing_guest(p, link, 3, true); });
+    const auto refs = receive_refs(child.link(), 3);
+    ASSERT_EQ(refs.size(), 3u);
+    EXPECT_EQ(held(g), (std::array<uint32_t, 3>{0, 3, 0}));
+    EXPECT_EQ(held(0), (std::array<uint32_t, 3>{0, 0, 0}));
+    {
+        auto m = dom0.grants->map({.domid = g, .refs = refs, .writable = true});
+        ASSERT_TRUE(m) << m.error().message();
+        auto port = dom0.events->bind_unbound(g);
+        ASSERT_TRUE(port);
+        EXPECT_EQ(held(0), (std::array<uint32_t, 3>{3, 0, 1}));
+    }
+    EXPECT_EQ(held(0), (std::array<uint32_t, 3>{0, 0, 0})) << "unmapped and unbound";
+    child.link().send(kEndAccess);
+    EXPECT_EQ(child.link().receive(), 0u);
+    EXPECT_TRUE(exited_with(child.wait(), 0));
+    const uint32_t shared_after = held(g)[1];  // ~0: the domain went with its process
+    EXPECT_TRUE(shared_after == 0 || shared_after == ~0u) << "the share ended";
 }
 
 TEST_F(SimTest, ReadOnlyGrantMapsReadOnlyAndWritingFaults) {

@@ -13,6 +13,9 @@
 #include <xenhsa/backend/core/quotas.hpp>
 
 #include "core_connector.hpp"
+#if XENHSA_TEST_HOOKS
+#include <xenhsa/hsa/faulty_device.hpp>
+#endif
 #endif
 
 namespace xenhsa::backend::service {
@@ -113,7 +116,8 @@ std::optional<std::string> check_connector_config(const ConnectorConfig& config)
 
 std::unique_ptr<GuestConnector> make_connector(const ConnectorConfig& config,
                                                std::shared_ptr<spdlog::logger> log,
-                                               std::string& error) {
+                                               std::string& error,
+                                               const SeamFaultHook& gpu_faults) {
 #if XENHSA_SERVICE_HAVE_CORE
     auto quotas = load_quotas(config, error);
     if (!quotas) {
@@ -124,6 +128,13 @@ std::unique_ptr<GuestConnector> make_connector(const ConnectorConfig& config,
         return nullptr;
     }
     log->info("GPU seam: {}", gpu->kind);
+#if XENHSA_TEST_HOOKS
+    if (gpu_faults) {
+        gpu->device = hsa::with_faults(std::move(gpu->device), gpu_faults);
+    }
+#else
+    (void)gpu_faults;
+#endif
     return std::make_unique<CoreConnector>(*quotas, config.ceilings, std::move(*gpu),
                                            std::chrono::microseconds(config.ring_spin_us),
                                            std::move(log));
@@ -132,6 +143,7 @@ std::unique_ptr<GuestConnector> make_connector(const ConnectorConfig& config,
         error = *problem;
         return nullptr;
     }
+    (void)gpu_faults;
     return std::make_unique<TransportConnector>(std::move(log));
 #endif
 }

@@ -122,6 +122,10 @@ int main(int argc, char** argv) {
     app.add_option("--control-fd", control_fd)->group("")->check(CLI::Range(0, 1 << 20));
     app.add_option("--map-ceiling", connector.ceilings.max_map_pages)->group("");
     app.add_option("--lend-ceiling", connector.ceilings.max_lend_pages)->group("");
+#if XENHSA_TEST_HOOKS
+    // Test builds: the seam faults the workers inject (fault_plan.hpp).
+    app.add_option("--fault-plan", connector.fault_plan)->group("");
+#endif
 
     CLI11_PARSE(app, argc, argv);
 

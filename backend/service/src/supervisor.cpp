@@ -6,6 +6,9 @@
 #include <xenhsa/backend/service/supervisor.hpp>
 
 #include "supervisor_impl.hpp"
+#if XENHSA_TEST_HOOKS
+#include <xenhsa/xen/faulty_platform.hpp>
+#endif
 
 namespace xenhsa::backend::service::supervision {
 
@@ -170,6 +173,11 @@ int run_supervisor(const SupervisorOptions& options) {
         spdlog::error("cannot open the hypervisor: {}", platform.error().message());
         return 1;
     }
+    SupervisorOptions armed = options;
+#if XENHSA_TEST_HOOKS
+    armed.faults = std::make_shared<FaultPlan>();
+    platform.value() = xen::with_faults(std::move(platform.value()), FaultPlan::hook(armed.faults));
+#endif
     const auto pools = pool_sizes(options.pools, platform.value());
     if (!pools) {
         return 1;
@@ -184,7 +192,7 @@ int run_supervisor(const SupervisorOptions& options) {
         "pages each",
         pools->lend_pages, pools->map_pages, shares.max_guests(), shares.lend_share(),
         shares.map_share());
-    supervision::Supervisor supervisor(options, platform.value(), std::move(exe), shares);
+    supervision::Supervisor supervisor(armed, platform.value(), std::move(exe), shares);
     return supervisor.run();
 }
 

@@ -56,6 +56,8 @@ void Supervisor::on_control(const nlohmann::json& request, ControlServer::Reply 
                                       options_.worker_answer_timeout,
                                       [](std::optional<nlohmann::json>) {});
         reply({{"ok", true}});
+    } else if (op == op::fault_plan) {
+        set_fault_plan(request, std::move(reply));
 #endif
     } else {
         reply(error_reply("unknown op"));
@@ -148,5 +150,33 @@ nlohmann::json Supervisor::offline_status(const Device& dev) {
     }
     return j;
 }
+
+#if XENHSA_TEST_HOOKS
+void Supervisor::set_fault_plan(const nlohmann::json& request, ControlServer::Reply reply) {
+    const auto worker = json_string(request, "worker");
+    const auto own = json_string(request, "supervisor");
+    if (!worker && !own) {
+        reply(error_reply("fault-plan needs \"worker\" or \"supervisor\""));
+        return;
+    }
+    if (worker) {
+        FaultPlan check;
+        if (const auto bad = check.arm(worker->starts_with("trace=") ? "" : *worker)) {
+            reply(error_reply(*bad));
+            return;
+        }
+        options_.connector.fault_plan = *worker;
+        log_->warn("test hook: the next worker started injects seam faults ({})", *worker);
+    }
+    if (own && options_.faults) {
+        if (const auto bad = options_.faults->arm(*own)) {
+            reply(error_reply(*bad));
+            return;
+        }
+        log_->warn("test hook: the supervisor injects seam faults ({})", *own);
+    }
+    reply({{"ok", true}});
+}
+#endif
 
 }  // namespace xenhsa::backend::service::supervision

@@ -111,6 +111,9 @@ private:
     // The operator's quota change: checked as a whole first, then remembered for later
     // workers and sent to the running ones, which enforce it at once.
     void change_quotas(const nlohmann::json& request, ControlServer::Reply reply);
+#if XENHSA_TEST_HOOKS
+    void set_fault_plan(const nlohmann::json& request, ControlServer::Reply reply);
+#endif
 
     // Sends `request` to the worker of every device (of `domid` only, when given) and
     // answers with {"ok":..., <key>: [device status...]}.

@@ -42,6 +42,9 @@ void Supervisor::start_worker(Device& dev) {
     options.connector.agent_threads =
         agent_threads_for(options.connector.agent_threads, shares_.guests(), cpus_);
     auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
+    // Test builds: a fault plan is for one worker, so that the device's next worker, started
+    // after the fault, shows how the guest recovers.
+    options_.connector.fault_plan.clear();
     if (!worker) {
         log_->error("cannot start a worker for {}: {}", to_string(dev.id),
                     worker.error().message());

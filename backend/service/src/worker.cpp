@@ -12,6 +12,9 @@
 #include <xenhsa/backend/service/store_pump.hpp>
 #include <xenhsa/backend/service/worker.hpp>
 #include <xenhsa/backend/service/xenbus_device.hpp>
+#if XENHSA_TEST_HOOKS
+#include <xenhsa/xen/faulty_platform.hpp>
+#endif
 
 namespace xenhsa::backend::service {
 
@@ -208,13 +211,30 @@ int run_worker(const WorkerOptions& options) {
     setup_logging("worker " + to_string(options.device), options.log_level, options.device);
     std::signal(SIGPIPE, SIG_IGN);
 
+    SeamFaultHook faults;
+#if XENHSA_TEST_HOOKS
+    if (!options.connector.fault_plan.empty()) {
+        auto plan = std::make_shared<FaultPlan>();
+        if (const auto bad = plan->arm(options.connector.fault_plan)) {
+            spdlog::error("{}", *bad);
+            return 1;
+        }
+        spdlog::warn("test build: injecting seam faults ({})", plan->spec());
+        faults = FaultPlan::hook(plan);
+    }
+#endif
     auto platform = open_platform(options.platform, PlatformRole::worker, options.device.fe);
     if (!platform) {
         spdlog::error("cannot open the hypervisor: {}", platform.error().message());
         return 1;
     }
+#if XENHSA_TEST_HOOKS
+    if (faults) {
+        platform.value() = xen::with_faults(std::move(platform.value()), faults);
+    }
+#endif
     std::string error;
-    auto factory = make_connector(options.connector, spdlog::default_logger(), error);
+    auto factory = make_connector(options.connector, spdlog::default_logger(), error, faults);
     if (!factory) {
         spdlog::error("cannot set up sessions: {}", error);
         return 1;

@@ -59,6 +59,10 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
         args.emplace_back("--lend-ceiling");
         args.push_back(std::to_string(*lend));
     }
+    if (!options.connector.fault_plan.empty()) {
+        args.emplace_back("--fault-plan");
+        args.push_back(options.connector.fault_plan);
+    }
     args.emplace_back("--log-level");
     args.push_back(level_name(options.log_level));
     if (!options.confinement.enabled) {

@@ -171,6 +171,18 @@ void Daemon::on_toolstack(Conn& c, const wire::Message& req) {
                 e.alive = d.dying ? 0 : 1;
                 e.name_len = static_cast<uint8_t>(std::min(d.name.size(), sizeof e.name));
                 std::memcpy(e.name, d.name.data(), e.name_len);
+                uint64_t mapped = 0;
+                uint64_t ports = 0;
+                for (const ConnKey key : d.conns) {
+                    if (const auto it = conns_.find(key); it != conns_.end()) {
+                        mapped += it->second->mapped_pages;
+                        ports += it->second->ports.size();
+                    }
+                }
+                constexpr uint64_t kMax = UINT32_MAX;
+                e.mapped_pages = static_cast<uint32_t>(std::min(mapped, kMax));
+                e.shared_pages = static_cast<uint32_t>(std::min(d.used_pages, kMax));
+                e.bound_ports = static_cast<uint32_t>(std::min(ports, kMax));
                 entries.push_back(e);
             }
             const wire::ListRep rep{static_cast<uint32_t>(entries.size()), 0};

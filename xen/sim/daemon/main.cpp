@@ -58,7 +58,12 @@ int list(const std::filesystem::path& dir, bool json) {
     if (json) {
         auto out = nlohmann::json::array();
         for (const auto& d : domains.value()) {
-            out.push_back({{"domid", d.domid}, {"name", d.name}, {"alive", d.alive}});
+            out.push_back({{"domid", d.domid},
+                           {"name", d.name},
+                           {"alive", d.alive},
+                           {"mapped_pages", d.mapped_pages},
+                           {"shared_pages", d.shared_pages},
+                           {"bound_ports", d.bound_ports}});
         }
         std::cout << out.dump() << '\n';
         return 0;

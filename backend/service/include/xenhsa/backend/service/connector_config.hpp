@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <xenhsa/backend/service/fault_plan.hpp>
 #include <xenhsa/backend/service/guest_connector.hpp>
 #include <xenhsa/backend/service/quota_ceilings.hpp>
 
@@ -28,6 +29,8 @@ struct ConnectorConfig {
     uint32_t agent_threads = 0;
     // How long a worker polls its ring after a pass before it sleeps (GuestOptions).
     uint32_t ring_spin_us = 50;
+    // Test builds: the seam faults a worker injects (fault_plan.hpp); empty: none.
+    std::string fault_plan;
 };
 
 // Workgroup workers for a worker started while `live_workers` (itself included) run on
@@ -47,10 +50,12 @@ std::optional<std::string> check_soft_gfx(std::string_view target);
 std::optional<std::string> check_connector_config(const ConnectorConfig& config);
 
 // Opens this worker's GPU seam instance and returns the factory of its sessions.
-// nullptr with `error` set when that fails.
+// nullptr with `error` set when that fails. Test builds: `gpu_faults`, when set, wraps the
+// GPU seam in hsa::with_faults.
 std::unique_ptr<GuestConnector> make_connector(const ConnectorConfig& config,
                                                std::shared_ptr<spdlog::logger> log,
-                                               std::string& error);
+                                               std::string& error,
+                                               const SeamFaultHook& gpu_faults = {});
 
 }  // namespace xenhsa::backend::service
 

@@ -45,6 +45,8 @@ struct SupervisorOptions {
     std::filesystem::path worker_exe;  // empty: this binary (/proc/self/exe)
     std::chrono::milliseconds shutdown_grace{10000};
     std::chrono::milliseconds worker_answer_timeout{5000};
+    // Test builds: the supervisor's own seam faults, armed over the control socket.
+    std::shared_ptr<FaultPlan> faults;
 };
 
 // A clean stop after a run in which a worker broke its seccomp filter.

@@ -49,6 +49,10 @@ struct DomainInfo {
     DomId domid;
     std::string name;
     bool alive;
+    // What the domain's processes hold in the hypervisor now (leak checks).
+    uint32_t mapped_pages = 0;  // grant pages they map
+    uint32_t shared_pages = 0;  // pages of their live shares
+    uint32_t bound_ports = 0;   // event channels they have bound
 };
 
 // --- toolstack calls (any process) ---------------------------------------------------------

@@ -133,6 +133,9 @@ struct DomainEntry {
     uint8_t alive;
     uint8_t name_len;
     char name[kMaxDomainName];
+    uint32_t mapped_pages;  // grant pages the domain's processes map now
+    uint32_t shared_pages;  // pages of its live shares
+    uint32_t bound_ports;   // event channels its processes have bound
 };
 struct TableRep {
     uint32_t entries;  // fds: the table memfd (entries * sizeof(grant_entry_v1_t) bytes)
@@ -258,7 +261,7 @@ static_assert(kIsBody<Empty> && kIsBody<HelloReq> && kIsBody<HelloRep> && kIsBod
               kIsBody<ShareReq> && kIsBody<ShareRep> && kIsBody<BindUnboundReq> &&
               kIsBody<BindInterdomainReq> && kIsBody<PortMsg> && kIsBody<EvtchnOpenRep> &&
               kIsBody<BoundMsg> && kIsBody<StoreReq> && kIsBody<TxReq> && kIsBody<TxRep>);
-static_assert(sizeof(Run) == 16 && sizeof(StorePermWire) == 4 && sizeof(DomainEntry) == 68);
+static_assert(sizeof(Run) == 16 && sizeof(StorePermWire) == 4 && sizeof(DomainEntry) == 80);
 
 }  // namespace xenhsa::xen::sim::wire
 
