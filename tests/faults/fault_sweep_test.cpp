@@ -66,6 +66,8 @@ const std::vector<SweepCase>& sweep_cases() {
         {"guest_death",
          {"vecadd", "--repeat", "0", "--elements", "4096"},
          Drive::kill_when_repeating},
+        // MAP+PIN, LEND, events with waits, dispatches: what the others do not reach.
+        {"churn", {"churn", "--rounds", "2"}, Drive::to_end},
         {"supervisor_selftest", {"selftest"}, Drive::to_end, "supervisor"},
         {"supervisor_guest_death",
          {"vecadd", "--repeat", "0", "--elements", "4096"},
