@@ -18,21 +18,37 @@ namespace xenhsa::testing::scenarios {
 
 void ScenarioTest::SetUp() {
     sim_.emplace(SimInstance::start());
-    const std::string dir = sim_->dir().string();
+    start_backend();
+}
+
+pid_t ScenarioTest::launch_backend(const std::vector<std::string>& command) {
     // sh execs the backend with its stderr in a file: the same process, its log kept.
     std::vector<std::string> args{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>" + log_path()};
-    for (auto& arg : with_backend_test_args(
-             {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"})) {
-        args.push_back(std::move(arg));
-    }
-    backend_ = std::make_unique<Process>(args);
+    args.insert(args.end(), command.begin(), command.end());
+    return spawn(args);
+}
+
+void ScenarioTest::start_backend() {
+    const std::string dir = sim_->dir().string();
+    const std::string socket = (sim_->dir() / "backend.sock").string();
+    std::filesystem::remove(socket);  // a crashed backend's
+    backend_ = std::make_unique<Process>(launch_backend(with_backend_test_args(
+        {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"})));
     ASSERT_GT(backend_->pid(), 0);
     std::optional<int> ended;
     ASSERT_TRUE(eventually([&] {
         ended = backend_->wait(std::chrono::milliseconds(0));
-        return ended || std::filesystem::exists(sim_->dir() / "backend.sock");
+        return ended || std::filesystem::exists(socket);
     })) << "xenhsa-backend's control socket never appeared";
     ASSERT_FALSE(ended) << "xenhsa-backend " << describe_status(ended);
+}
+
+void ScenarioTest::crash_backend() {
+    backend_->signal(SIGKILL);
+    const auto ended = backend_->wait(kPatience);
+    ASSERT_TRUE(ended && WIFSIGNALED(*ended) && WTERMSIG(*ended) == SIGKILL)
+        << describe_status(ended);
+    backend_.reset();
 }
 
 void ScenarioTest::TearDown() {

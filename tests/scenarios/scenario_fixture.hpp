@@ -61,6 +61,13 @@ protected:
     std::string status_text();
 
     SimInstance& sim() { return *sim_; }
+    // Starts the backend on the sim and waits for its control socket (SetUp does).
+    void start_backend();
+    // SIGKILLs the backend's supervisor, as a crash would.
+    void crash_backend();
+    // Starts the backend's command line; the default keeps its stderr in backend_log().
+    virtual pid_t launch_backend(const std::vector<std::string>& command);
+    [[nodiscard]] std::string log_path() const;
     [[nodiscard]] pid_t backend_pid() const { return backend_ ? backend_->pid() : -1; }
     // The backend's stderr so far: its log and any sanitizer report, workers' included.
     [[nodiscard]] std::string backend_log() const;
@@ -72,7 +79,6 @@ protected:
 
 private:
     std::vector<std::string> guest_args(const std::vector<std::string>& scenario) const;
-    [[nodiscard]] std::string log_path() const;
 
     std::optional<SimInstance> sim_;
     std::unique_ptr<Process> backend_;

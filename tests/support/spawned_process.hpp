@@ -50,6 +50,8 @@ public:
     // spawn(); pid() is -1 if it could not start.
     explicit Process(const std::vector<std::string>& args, int stdout_fd = -1,
                      const std::vector<std::string>& extra_env = {});
+    // A child started otherwise (e.g. ServiceManager::start), now owned.
+    explicit Process(pid_t child) : pid_(child) {}
     Process(const Process&) = delete;
     Process& operator=(const Process&) = delete;
     ~Process();  // SIGKILL and reap, if it still runs

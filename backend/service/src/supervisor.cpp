@@ -44,6 +44,7 @@ int Supervisor::run() {
         }
     });
     wait_children();
+    adopt_workers();
     if (auto listening = control_.listen(); !listening) {
         log_->error("cannot serve the control socket {}: {}", options_.control_socket.string(),
                     listening.error().message());

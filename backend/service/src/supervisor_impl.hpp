@@ -95,7 +95,12 @@ private:
     void stop_worker(Device& dev);
     void wait_children();
     void reap();
-    void worker_ended(Device& dev, int status);
+    // `status`: the wait status, nullopt for an adopted worker (not a child).
+    void worker_ended(Device& dev, std::optional<int> status);
+    // Workers a crashed supervisor left, handed back by the service manager
+    // (worker_fd_store.hpp): each serves its device on.
+    void adopt_workers();
+    void adopted_worker_ended(const DeviceId& id);
 
     // The device has no worker: make the frontend see Closed (only while the device's
     // backend directory exists, and only if the worker did not write it already).

@@ -7,6 +7,7 @@
 #include <xenhsa/backend/service/xenbus.hpp>
 
 #include "supervisor_impl.hpp"
+#include "worker_fd_store.hpp"
 
 namespace xenhsa::backend::service::supervision {
 
@@ -55,6 +56,10 @@ void Supervisor::start_worker(Device& dev) {
     }
     dev.worker = std::move(worker).value();
     dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
+    if (WorkerFdStore::keep(dev.id, dev.worker->pid(), dev.worker->channel_fd())) {
+        log_->debug("device {}: worker {}'s channel kept by the service manager",
+                    to_string(dev.id), dev.worker->pid());
+    }
     log_->info(
         "device {}: worker {} started (max_map_pages <= {}, max_lend_pages <= {}, "
         "{} lent page(s) still held)",
@@ -166,14 +171,48 @@ void Supervisor::reap() {
     maybe_finish();
 }
 
-void Supervisor::worker_ended(Device& dev, int status) {
+void Supervisor::adopt_workers() {
+    for (const StoredWorker& stored : WorkerFdStore::take()) {
+        auto worker = WorkerProcess::adopt(io_, stored.pid, stored.fd);
+        if (!worker || devices_.contains(stored.device)) {
+            log_->info("device {}: worker {} of the previous run is gone",
+                       to_string(stored.device), stored.pid);
+            WorkerFdStore::drop(stored.device, stored.pid);
+            continue;
+        }
+        Device& dev = devices_.try_emplace(stored.device, io_, stored.device).first->second;
+        (void)shares_.admit(dev.id);  // it had its slot in the previous run
+        dev.held_pages = held_pages(dev.id.fe);
+        dev.ceilings = shares_.ceilings(dev.held_pages);
+        dev.worker = std::move(worker).value();
+        dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
+        dev.worker->on_exit = [this, id = dev.id] { adopted_worker_ended(id); };
+        // Only a supervisor that crashed leaves workers behind.
+        log_->warn("device {}: adopted worker {}, which served it before this supervisor started",
+                   to_string(dev.id), stored.pid);
+    }
+}
+
+void Supervisor::adopted_worker_ended(const DeviceId& id) {
+    const auto it = devices_.find(id);
+    if (it != devices_.end() && it->second.worker) {
+        worker_ended(it->second, std::nullopt);
+    }
+    maybe_finish();
+}
+
+void Supervisor::worker_ended(Device& dev, std::optional<int> wait_status) {
     dev.worker->reaped();
     const bool connected = dev.worker->ever_connected();
     const pid_t pid = dev.worker->pid();
     dev.worker.reset();
     dev.kill.cancel();
+    WorkerFdStore::drop(dev.id, pid);
+    const int status = wait_status.value_or(0);
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (clean) {
+    if (!wait_status) {
+        log_->info("device {}: adopted worker {} ended", to_string(dev.id), pid);
+    } else if (clean) {
         log_->info("device {}: worker {} ended", to_string(dev.id), pid);
     } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS) {
         ++dev.confinement_violations;

@@ -2,6 +2,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -145,6 +146,57 @@ xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(
     return std::unique_ptr<WorkerProcess>(new WorkerProcess(io, pid, std::move(socket)));
 }
 
+xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::adopt(boost::asio::io_context& io,
+                                                                  pid_t pid, int fd) {
+    Fd channel(fd);
+    Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (pidfd.get() < 0) {
+        return xen::errno_code(errno);
+    }
+    LineChannel::Socket socket(io);
+    auto descriptor = std::make_unique<boost::asio::posix::stream_descriptor>(io);
+    boost::system::error_code ec;
+    socket.assign(boost::asio::local::stream_protocol(), channel.get(), ec);
+    if (!ec) {
+        (void)channel.release();
+        descriptor->assign(pidfd.get(), ec);
+    }
+    if (ec) {
+        return xen::errno_code(ec.value());
+    }
+    (void)pidfd.release();
+    std::unique_ptr<WorkerProcess> worker(new WorkerProcess(io, pid, std::move(socket)));
+    worker->pidfd_ = std::move(descriptor);
+    // It served its guest before this supervisor started.
+    worker->ever_connected_ = true;
+    worker->watch_exit();
+    return worker;
+}
+
+void WorkerProcess::watch_exit() {
+    pidfd_->async_wait(boost::asio::posix::stream_descriptor::wait_read,
+                       [this, weak = std::weak_ptr<int>(alive_)](boost::system::error_code ec) {
+                           if (ec || weak.expired() || !running_) {
+                               return;
+                           }
+                           // The handler may destroy this object, and with it on_exit.
+                           if (auto ended = std::move(on_exit)) {
+                               ended();
+                           }
+                       });
+}
+
+void WorkerProcess::signal(int sig) noexcept {
+    if (!running_) {
+        return;
+    }
+    if (pidfd_) {
+        (void)::syscall(SYS_pidfd_send_signal, pidfd_->native_handle(), sig, nullptr, 0);
+    } else {
+        ::kill(pid_, sig);
+    }
+}
+
 WorkerProcess::WorkerProcess(boost::asio::io_context& io, pid_t pid, LineChannel::Socket socket)
     : io_(io), pid_(pid), channel_(LineChannel::create(std::move(socket))) {
     channel_->start(
@@ -169,8 +221,10 @@ WorkerProcess::~WorkerProcess() {
         }
     }
     if (running_) {
-        ::kill(pid_, SIGKILL);
-        ::waitpid(pid_, nullptr, 0);
+        signal(SIGKILL);
+        if (!pidfd_) {
+            ::waitpid(pid_, nullptr, 0);
+        }
     }
 }
 
@@ -244,11 +298,7 @@ void WorkerProcess::fail_pending() {
 
 void WorkerProcess::shutdown() { channel_->send({{"op", std::string(op::shutdown)}}); }
 
-void WorkerProcess::kill() noexcept {
-    if (running_) {
-        ::kill(pid_, SIGKILL);
-    }
-}
+void WorkerProcess::kill() noexcept { signal(SIGKILL); }
 
 void WorkerProcess::reaped() noexcept {
     running_ = false;

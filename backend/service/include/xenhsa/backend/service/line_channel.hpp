@@ -40,6 +40,8 @@ public:
     // Closes now; no handler runs afterwards.
     void close() noexcept;
     [[nodiscard]] bool is_open() const noexcept { return open_; }
+    // The socket's fd, e.g. to keep a copy elsewhere (the worker fd store).
+    [[nodiscard]] int native_handle() noexcept { return socket_.native_handle(); }
 
 private:
     explicit LineChannel(Socket socket);

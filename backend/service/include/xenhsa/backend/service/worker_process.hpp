@@ -1,12 +1,14 @@
 // The supervisor's handle on one worker process: fork+exec of the backend binary
 // (posix_spawn) with one end of a socketpair as fd 3 and nothing else inherited, and the
-// request/answer traffic on that socket.
+// request/answer traffic on that socket. Or a worker an earlier supervisor started,
+// adopted with its channel (worker_fd_store.hpp).
 #ifndef XENHSA_BACKEND_SERVICE_WORKER_PROCESS_HPP
 #define XENHSA_BACKEND_SERVICE_WORKER_PROCESS_HPP
 
 #include <sys/types.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <filesystem>
@@ -35,6 +37,11 @@ public:
     static xen::Result<std::unique_ptr<WorkerProcess>> spawn(boost::asio::io_context& io,
                                                              const std::filesystem::path& exe,
                                                              const std::vector<std::string>& args);
+    // A worker an earlier supervisor started, still running, with the supervisor's end of
+    // its channel (`fd`, taken over). Not this process's child: its end is seen through a
+    // pidfd, and `on_exit` runs then (its exit status is not known).
+    static xen::Result<std::unique_ptr<WorkerProcess>> adopt(boost::asio::io_context& io,
+                                                             pid_t pid, int fd);
     // SIGKILLs and reaps a worker that is still running (the supervisor's last resort;
     // normally the worker was reaped already).
     ~WorkerProcess();
@@ -45,6 +52,11 @@ public:
     // The backend state the worker reported last.
     [[nodiscard]] std::optional<XenbusState> reported_state() const noexcept { return state_; }
     [[nodiscard]] bool ever_connected() const noexcept { return ever_connected_; }
+    [[nodiscard]] bool adopted() const noexcept { return pidfd_ != nullptr; }
+    // The supervisor's end of the channel (to keep in the worker fd store).
+    [[nodiscard]] int channel_fd() const noexcept { return channel_->native_handle(); }
+    // An adopted worker ended.
+    std::function<void()> on_exit;
 
     void request(nlohmann::json message, std::chrono::milliseconds timeout, Answer answer);
     // Called with each backend state the worker reports.
@@ -61,6 +73,8 @@ private:
     WorkerProcess(boost::asio::io_context& io, pid_t pid, LineChannel::Socket socket);
     void on_message(const nlohmann::json& message);
     void fail_pending();
+    void watch_exit();
+    void signal(int sig) noexcept;
 
     boost::asio::io_context& io_;
     pid_t pid_;
@@ -74,6 +88,7 @@ private:
     std::map<uint64_t, Pending> pending_;
     std::optional<XenbusState> state_;
     bool ever_connected_ = false;
+    std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd_;  // adopted workers
     std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 
