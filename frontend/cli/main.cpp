@@ -147,6 +147,16 @@ int main(int argc, char **argv)
     churn_cmd->add_option("--rounds", churn.rounds, "rounds (0: until SIGTERM/SIGINT)");
     churn_cmd->add_option("--seed", churn.seed, "random choices (sizes, order of release)");
 
+    SequenceOptions sequence;
+    auto *sequence_cmd = command("sequence",
+                                 "the sequence fuzzer's guest: a seeded program of typed calls "
+                                 "on the resources earlier calls made, one in five hostile",
+                                 [&] { return run_sequence(global, sequence); });
+    sequence_cmd->add_option("--seed", sequence.seed, "the program");
+    sequence_cmd->add_option("--calls", sequence.calls, "its length")
+        ->check(CLI::Range(1u, 100000u));
+    sequence_cmd->add_flag("--trace", sequence.trace, "print each call and its answer");
+
     GpuOptions gpu;
     auto gpu_options = [&](CLI::App *sub) {
         sub->add_option("--node", gpu.node, "GPU node (default: the first with GPU cores)")

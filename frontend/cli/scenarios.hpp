@@ -53,6 +53,13 @@ struct ChurnOptions {
 };
 int run_churn(const GlobalOptions &options, const ChurnOptions &churn);
 
+struct SequenceOptions {
+    uint64_t seed = 1;
+    uint32_t calls = 200;
+    bool trace = false;  // print each call and its answer
+};
+int run_sequence(const GlobalOptions &options, const SequenceOptions &sequence);
+
 struct GpuOptions {
     std::optional<uint32_t> node;  // default: the first node with GPU cores
     uint32_t elements = 4096;      // vecadd, saxpy, fill-checksum

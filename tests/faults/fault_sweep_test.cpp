@@ -1,11 +1,12 @@
 // The fault sweep (reliability tier, item 1): each product scenario runs once with a trace
 // of its worker's seam calls, then once per chosen call with that call failing (hypervisor
 // seam: grants, events, xenstore; KFD seam: the software agent behind the fault
-// decorators); two scenarios do the same with the supervisor's calls. After every run: the guest ended with its result or an error (never a
-// crash or a hang), the backend released the guest, the embedded hypervisor holds no
-// grant mapping or share of the backend's, no sanitizer report, no worker died but at a
-// documented fail-stop, and the supervisor lives on. At the end the supervisor holds no
-// more fds, threads or mappings than after the fault-free run, and stops cleanly (LSan).
+// decorators); two scenarios do the same with the supervisor's calls. After every run: the
+// guest ended with its result or an error (never a crash or a hang), the backend released
+// the guest, the embedded hypervisor holds no grant mapping or share of the backend's, no
+// sanitizer report, no worker died but at a documented fail-stop, and the supervisor lives
+// on. At the end the supervisor holds no more fds, threads or mappings than after the
+// fault-free run, and stops cleanly (LSan).
 //
 // XENHSA_FAULT_SWEEP=all fails every call of the trace (script/fault-sweep); the default
 // fails each site's first calls and its last (sweep_plan.hpp).
@@ -222,8 +223,7 @@ TEST_P(FaultSweep, EveryChosenSeamCallFailsOnce) {
               << " runs=" << plan.size() << " passed=" << endings[Ending::passed]
               << " error=" << endings[Ending::error] << " killed=" << endings[Ending::killed]
               << " fail-stop=" << fail_stops << " not-reached=" << not_reached
-              << " excluded=" << excluded
-              << " mode=" << (all ? "all" : "first-and-last") << "\n";
+              << " excluded=" << excluded << " mode=" << (all ? "all" : "first-and-last") << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Seams, FaultSweep, ::testing::ValuesIn(sweep_cases()),

@@ -123,8 +123,8 @@ bool ScenarioTest::nothing_held(std::string& why) {
     }
     for (const auto& d : domains.value()) {
         if (d.domid == 0 && (d.mapped_pages != 0 || d.shared_pages != 0)) {
-            why = "dom0 still maps " + std::to_string(d.mapped_pages) +
-                  " grant pages and shares " + std::to_string(d.shared_pages);
+            why = "dom0 still maps " + std::to_string(d.mapped_pages) + " grant pages and shares " +
+                  std::to_string(d.shared_pages);
             return false;
         }
     }

@@ -60,7 +60,8 @@ ServiceManager::ServiceManager(std::filesystem::path socket_path) : path_(std::m
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, path_.c_str(), sizeof addr.sun_path - 1);
     std::filesystem::remove(path_);
-    if (!socket_ || ::bind(socket_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
+    if (!socket_ ||
+        ::bind(socket_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) {
         throw std::runtime_error("cannot bind the notify socket " + path_.string());
     }
     // sd_notify passes credentials; accept them so that they do not fail the send.
@@ -82,8 +83,8 @@ void ServiceManager::read_messages() {
             continue;
         }
         char text[4096];
-        alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage) +
-                                      CMSG_SPACE(sizeof(ucred))];
+        alignas(cmsghdr) char
+            control[CMSG_SPACE(sizeof(int) * kMaxFdsPerMessage) + CMSG_SPACE(sizeof(ucred))];
         iovec iov{text, sizeof text - 1};
         msghdr msg{};
         msg.msg_iov = &iov;

@@ -57,8 +57,8 @@ void Supervisor::start_worker(Device& dev) {
     dev.worker = std::move(worker).value();
     dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
     if (WorkerFdStore::keep(dev.id, dev.worker->pid(), dev.worker->channel_fd())) {
-        log_->debug("device {}: worker {}'s channel kept by the service manager",
-                    to_string(dev.id), dev.worker->pid());
+        log_->debug("device {}: worker {}'s channel kept by the service manager", to_string(dev.id),
+                    dev.worker->pid());
     }
     log_->info(
         "device {}: worker {} started (max_map_pages <= {}, max_lend_pages <= {}, "
@@ -175,8 +175,8 @@ void Supervisor::adopt_workers() {
     for (const StoredWorker& stored : WorkerFdStore::take()) {
         auto worker = WorkerProcess::adopt(io_, stored.pid, stored.fd);
         if (!worker || devices_.contains(stored.device)) {
-            log_->info("device {}: worker {} of the previous run is gone",
-                       to_string(stored.device), stored.pid);
+            log_->info("device {}: worker {} of the previous run is gone", to_string(stored.device),
+                       stored.pid);
             WorkerFdStore::drop(stored.device, stored.pid);
             continue;
         }

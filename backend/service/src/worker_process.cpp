@@ -147,7 +147,7 @@ xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(
 }
 
 xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::adopt(boost::asio::io_context& io,
-                                                                  pid_t pid, int fd) {
+                                                                 pid_t pid, int fd) {
     Fd channel(fd);
     Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (pidfd.get() < 0) {

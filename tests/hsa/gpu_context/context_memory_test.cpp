@@ -72,8 +72,9 @@ TEST_F(ContextTest, BadArgumentsAreRefusedBeforeTheDevice) {
 
 TEST_F(ContextTest, CollidingRangesAreRefused) {
     pin(area(0), 2 * kPage);
-    EXPECT_EQ(context->pin(area(0), kPage, 0).error(), ebusy());  // same start
-    EXPECT_TRUE(context->pin(area(0) + kPage, kPage, 0));         // overlap, other start
+    EXPECT_EQ(context->pin(area(0), kPage, 0).error(), ebusy());          // same start
+    EXPECT_EQ(context->pin(area(0) + kPage, kPage, 0).error(), ebusy());  // other start
+    EXPECT_TRUE(context->pin(area(0) + 2 * kPage, kPage, 0));             // next to it
     EXPECT_EQ(context->alloc(area(0) + kPage, kPage, kGpuNode, 0).error(), ebusy());
 
     alloc(area(1), 2 * kPage);

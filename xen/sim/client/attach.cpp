@@ -75,8 +75,8 @@ Result<std::vector<DomainInfo>> list_domains(const std::filesystem::path& dir) {
         std::vector<DomainInfo> out;
         for (const auto& e : wire::items_of<wire::DomainEntry>(msg.tail)) {
             if (e.name_len > sizeof e.name) return errno_code(EPROTO);
-            out.push_back({e.domid, std::string(e.name, e.name_len), e.alive != 0,
-                           e.mapped_pages, e.shared_pages, e.bound_ports});
+            out.push_back({e.domid, std::string(e.name, e.name_len), e.alive != 0, e.mapped_pages,
+                           e.shared_pages, e.bound_ports});
         }
         return out;
     } catch (const std::bad_alloc&) {
