@@ -29,7 +29,9 @@ Resources resources_of(pid_t pid) {
     std::ifstream maps(proc / "maps");
     std::string line;
     while (std::getline(maps, line)) {
-        ++r.mappings;
+        // "address perms offset dev inode path": a path is the sixth field.
+        const auto path = line.find(" /");
+        r.mappings += path != std::string::npos ? 1 : 0;
     }
     return r;
 }

@@ -12,7 +12,9 @@
 
 namespace xenhsa::testing::scenarios {
 
-// What a process holds: open fds, threads, lines of /proc/PID/maps.
+// What a process holds: open fds, threads, and mappings of files, memfds and devices
+// (lines of /proc/PID/maps with a path). Anonymous mappings are left out: under ASan the
+// heap grows for long (freed memory waits in the quarantine), and LSan finds heap leaks.
 struct Resources {
     std::size_t fds = 0;
     std::size_t threads = 0;
@@ -21,7 +23,8 @@ struct Resources {
 Resources resources_of(pid_t pid);
 
 // Whether `now` holds no more than `base`: fds and threads exactly, mappings within a few
-// (the allocator may map an arena; a leak per run shows as dozens). The message if not.
+// (a library may map a locale or cache file late; a leak per run shows as dozens). The
+// message if not.
 std::optional<std::string> grew(const Resources& base, const Resources& now);
 
 // The first sanitizer report (ASan, LSan, UBSan, TSan) in a log, by its name.

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <env_knob.hpp>
 #include <iostream>
 #include <string>
 
@@ -24,11 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace xenhsa::testing;
 using namespace xenhsa::testing::scenarios;
-
-uint64_t env_number(const char* name, uint64_t fallback) {
-    const char* text = std::getenv(name);
-    return text != nullptr && *text != '\0' ? std::strtoull(text, nullptr, 10) : fallback;
-}
 
 using SequenceFuzz = ScenarioTest;
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <env_knob.hpp>
 #include <iostream>
 #include <random>
 #include <string>
@@ -31,14 +32,6 @@ namespace {
 using namespace std::chrono_literals;
 using namespace xenhsa::testing;
 using namespace xenhsa::testing::scenarios;
-
-uint64_t env_number(const char* name, uint64_t fallback) {
-    const char* text = std::getenv(name);
-    if (text == nullptr || *text == '\0') {
-        return fallback;
-    }
-    return std::strtoull(text, nullptr, 10);
-}
 
 class DeathSoak : public ScenarioTest {
 protected:

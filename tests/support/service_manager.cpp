@@ -1,5 +1,7 @@
 #include "service_manager.hpp"
 
+#include <spawned_process.hpp>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -151,20 +153,12 @@ pid_t ServiceManager::start(const std::vector<std::string>& args,
         }
     }
     std::array<char, 32> listen_pid{};
-    std::vector<char*> envp;
-    for (auto& e : env_storage) {
-        envp.push_back(e.data());
-    }
+    std::vector<char*> envp = exec_pointers(env_storage);
     if (!passed.empty()) {
-        envp.push_back(listen_pid.data());
+        envp.insert(envp.end() - 1, listen_pid.data());  // filled in by the child
     }
-    envp.push_back(nullptr);
     std::vector<std::string> arg_storage = args;
-    std::vector<char*> argv;
-    for (auto& a : arg_storage) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
+    std::vector<char*> argv = exec_pointers(arg_storage);
     const int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
     const pid_t parent = ::getpid();

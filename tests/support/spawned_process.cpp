@@ -18,6 +18,16 @@ namespace xenhsa::testing {
 
 bool process_gone(pid_t pid) { return ::kill(pid, 0) != 0 && errno == ESRCH; }
 
+std::vector<char*> exec_pointers(std::vector<std::string>& strings) {
+    std::vector<char*> pointers;
+    pointers.reserve(strings.size() + 1);
+    for (auto& s : strings) {
+        pointers.push_back(s.data());
+    }
+    pointers.push_back(nullptr);
+    return pointers;
+}
+
 pid_t spawn(const std::vector<std::string>& args, int stdout_fd,
             const std::vector<std::string>& extra_env) {
     if (args.empty()) {
@@ -28,17 +38,9 @@ pid_t spawn(const std::vector<std::string>& args, int stdout_fd,
     for (char** e = environ; *e != nullptr; ++e) {
         env_storage.emplace_back(*e);
     }
-    std::vector<char*> envp;
-    for (auto& e : env_storage) {
-        envp.push_back(e.data());
-    }
-    envp.push_back(nullptr);
+    std::vector<char*> envp = exec_pointers(env_storage);
     std::vector<std::string> arg_storage = args;
-    std::vector<char*> argv;
-    for (auto& a : arg_storage) {
-        argv.push_back(a.data());
-    }
-    argv.push_back(nullptr);
+    std::vector<char*> argv = exec_pointers(arg_storage);
 
     const pid_t parent = ::getpid();
     const pid_t pid = ::fork();

@@ -36,6 +36,9 @@ bool eventually(Pred&& pred, std::chrono::milliseconds timeout = kPatience) {
 // True once `pid` no longer exists (reaped, or never was).
 bool process_gone(pid_t pid);
 
+// execve's view of `strings`: a pointer to each, then nullptr (the strings must outlive it).
+std::vector<char*> exec_pointers(std::vector<std::string>& strings);
+
 // Starts args[0] (a path) with args; stdout goes to `stdout_fd` when >= 0; `extra_env`
 // ("K=V") comes before the inherited environment. The child is SIGKILLed when the calling
 // thread ends (PR_SET_PDEATHSIG). Its pid, or -1.
