@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <xenhsa/xen/sim/client.hpp>
 
 #include "leak_checks.hpp"
 #include "scenario_fixture.hpp"
@@ -46,6 +47,20 @@ protected:
     std::unique_ptr<CapturedProcess> start_churn() {
         return start_guest({"--timeout-ms", "5000", "churn", "--seed",
                             std::to_string(static_cast<uint32_t>(rng_()))});
+    }
+
+    // What a toolstack does when a VM is killed (xl destroy): its domain goes too. A guest
+    // killed before it attached to the domain it created leaves that domain alive, and the
+    // backend rightly goes on waiting for its frontend (a worker and its channel).
+    void destroy_domain_of(pid_t guest) {
+        const std::string name = "guest-" + std::to_string(guest);
+        if (auto domains = xenhsa::xen::sim::list_domains(sim().dir())) {
+            for (const auto& d : domains.value()) {
+                if (d.name == name && d.alive) {
+                    (void)xenhsa::xen::sim::destroy_domain(sim().dir(), d.domid);
+                }
+            }
+        }
     }
 
     std::chrono::milliseconds random_delay(uint32_t max_ms) {
@@ -107,8 +122,10 @@ TEST_F(DeathSoak, GuestsKilledAtRandomMomentsLeaveNothing) {
         ASSERT_FALSE(wait_for_exit(guest->pid(), 0ms))
             << "kill " << i << ": the guest ended by itself:\n"
             << guest->output();
+        const pid_t pid = guest->pid();
         guest->signal(SIGKILL);
         (void)guest->wait(kPatience);
+        destroy_domain_of(pid);
         const std::string problem = after_kill(log_from);
         ASSERT_TRUE(problem.empty()) << "kill " << i << " (seed " << seed_ << ", after "
                                      << delay.count() << " ms): " << problem << "\n--- guest ---\n"
@@ -146,7 +163,9 @@ TEST_F(DeathSoak, WorkersKilledAtRandomMomentsLeaveNothing) {
         ASSERT_GT(worker, 0) << status_text();
         ASSERT_EQ(::kill(worker, SIGKILL), 0);
         // The guest sees its backend go and ends with an error.
+        const pid_t pid = guest->pid();
         const Output run = finish_guest(*guest);
+        destroy_domain_of(pid);
         std::string problem;
         if (run.status < 0) {
             problem = "the guest hung after its worker died";
