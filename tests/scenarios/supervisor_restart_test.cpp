@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -139,6 +141,73 @@ TEST_F(SupervisorRestart, AWorkerThatEndedWhileTheSupervisorWasDownIsNotAdopted)
     })) << "the new supervisor drops the dead worker's channel from the store";
     // The guest's device gets a fresh worker once the guest reconnects; this one sees
     // its backend gone and ends with an error.
+    guest->signal(SIGTERM);
+    const Output run = finish_guest(*guest);
+    EXPECT_TRUE(run.status >= 0 && WIFEXITED(run.status)) << run.out;
+    EXPECT_TRUE(released_within(*domid));
+}
+
+TEST_F(SupervisorRestart, OfTwoStoredWorkersForOneDeviceOneIsAdoptedAndTheOtherKilled) {
+    auto guest = start_guest({"map", "--pages", "8", "--hold"});
+    ASSERT_TRUE(guest->wait_for_line("info holding", kScenarioPatience)) << guest->output();
+    const auto domid = domid_in(guest->output());
+    ASSERT_TRUE(domid);
+    const auto worker = static_cast<pid_t>(reported(*domid, "worker_pid"));
+    ASSERT_GT(worker, 0);
+    ASSERT_TRUE(eventually([&] { return manager_->kept().size() == 1; }));
+    const std::string stored = manager_->kept().front();
+    const std::string device_prefix = stored.substr(0, stored.rfind('-') + 1);
+
+    crash_backend();
+    // A second process stored for the same device, with a channel of its own.
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    const xenhsa::xen::sim::UniqueFd ours(pair[0]);
+    const pid_t impostor = ::fork();
+    ASSERT_GE(impostor, 0);
+    if (impostor == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            ::pause();
+        }
+    }
+    manager_->keep(device_prefix + std::to_string(impostor), xenhsa::xen::sim::UniqueFd(pair[1]));
+    start_backend();
+
+    // Exactly one of the two is killed, and the other serves the device.
+    std::optional<int> worker_end;
+    std::optional<int> impostor_end;
+    const auto one_ended = [&] {
+        int status = 0;
+        if (!worker_end && ::waitpid(worker, &status, WNOHANG) == worker) {
+            worker_end = status;
+        }
+        if (!impostor_end && ::waitpid(impostor, &status, WNOHANG) == impostor) {
+            impostor_end = status;
+        }
+        return worker_end || impostor_end;
+    };
+    ASSERT_TRUE(eventually(one_ended)) << backend_log();
+    std::this_thread::sleep_for(200ms);
+    (void)one_ended();
+    ASSERT_NE(worker_end.has_value(), impostor_end.has_value()) << backend_log();
+    const int killed_status = worker_end ? *worker_end : *impostor_end;
+    const pid_t killed = worker_end ? worker : impostor;
+    const pid_t adopted = worker_end ? impostor : worker;
+    EXPECT_TRUE(WIFSIGNALED(killed_status) && WTERMSIG(killed_status) == SIGKILL);
+    EXPECT_EQ(reported(*domid, "worker_pid"), static_cast<uint64_t>(adopted)) << status_text();
+    EXPECT_NE(backend_log().find("worker " + std::to_string(killed) +
+                                 " of the previous run is a second worker"),
+              std::string::npos)
+        << backend_log();
+    const auto kept = manager_->kept();
+    EXPECT_EQ(kept, std::vector<std::string>{device_prefix + std::to_string(adopted)})
+        << "the killed one's channel left the store";
+
+    if (!impostor_end) {
+        ::kill(impostor, SIGKILL);
+        ::waitpid(impostor, nullptr, 0);
+    }
     guest->signal(SIGTERM);
     const Output run = finish_guest(*guest);
     EXPECT_TRUE(run.status >= 0 && WIFEXITED(run.status)) << run.out;

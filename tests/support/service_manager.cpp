@@ -128,6 +128,11 @@ std::vector<std::string> ServiceManager::kept() const {
     return names;
 }
 
+void ServiceManager::keep(const std::string& name, xen::sim::UniqueFd fd) {
+    const std::lock_guard lock(mutex_);
+    kept_[name] = std::move(fd);
+}
+
 pid_t ServiceManager::start(const std::vector<std::string>& args,
                             const std::filesystem::path& log) {
     // Everything the child needs is made before fork: it may only dup2, exec or _exit.

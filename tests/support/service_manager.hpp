@@ -33,6 +33,8 @@ public:
     pid_t start(const std::vector<std::string>& args, const std::filesystem::path& log);
     // The names of the fds kept now.
     [[nodiscard]] std::vector<std::string> kept() const;
+    // Keeps `fd` under `name`, as an FDSTORE=1 message would.
+    void keep(const std::string& name, xen::sim::UniqueFd fd);
 
 private:
     void read_messages();

@@ -174,11 +174,18 @@ void Supervisor::reap() {
 void Supervisor::adopt_workers() {
     for (const StoredWorker& stored : WorkerFdStore::take()) {
         auto worker = WorkerProcess::adopt(io_, stored.pid, stored.fd);
-        if (!worker || devices_.contains(stored.device)) {
+        if (!worker) {
             log_->info("device {}: worker {} of the previous run is gone", to_string(stored.device),
                        stored.pid);
             WorkerFdStore::drop(stored.device, stored.pid);
             continue;
+        }
+        if (devices_.contains(stored.device)) {
+            // One worker per device: a second stored one (never expected) is not trusted.
+            log_->warn("device {}: worker {} of the previous run is a second worker; killing it",
+                       to_string(stored.device), stored.pid);
+            WorkerFdStore::drop(stored.device, stored.pid);
+            continue;  // its WorkerProcess kills it on leaving scope
         }
         Device& dev = devices_.try_emplace(stored.device, io_, stored.device).first->second;
         (void)shares_.admit(dev.id);  // it had its slot in the previous run
