@@ -69,6 +69,9 @@ const std::vector<SweepCase>& sweep_cases() {
          Drive::kill_when_repeating},
         // MAP+PIN, LEND, events with waits, dispatches: what the others do not reach.
         {"churn", {"churn", "--rounds", "2"}, Drive::to_end},
+        // The sequence fuzzer's typed calls: ALLOC and FREE, queue create/destroy, and
+        // hostile handles among them.
+        {"sequence", {"sequence", "--seed", "5", "--calls", "40"}, Drive::to_end},
         {"supervisor_selftest", {"selftest"}, Drive::to_end, "supervisor"},
         {"supervisor_guest_death",
          {"vecadd", "--repeat", "0", "--elements", "4096"},

@@ -1,5 +1,8 @@
 #include <sys/stat.h>
 
+#include <cerrno>
+#include <cstdio>
+
 #include <xenhsa/backend/service/control_server.hpp>
 
 namespace xenhsa::backend::service {
@@ -40,10 +43,16 @@ ControlServer::ControlServer(boost::asio::io_context& io, std::filesystem::path 
 ControlServer::~ControlServer() { close(); }
 
 xen::Result<void> ControlServer::listen() {
-    if (path_.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
+    // Bound under a temporary name and renamed once listening: whoever waits for the
+    // socket to appear can connect at once.
+    const std::filesystem::path binding = path_.string() + ".new";
+    if (binding.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
         return xen::errc(std::errc::filename_too_long);
     }
     if (auto stale = remove_stale_socket(io_, path_); !stale) {
+        return stale.error();
+    }
+    if (auto stale = remove_stale_socket(io_, binding); !stale) {
         return stale.error();
     }
     boost::system::error_code ec;
@@ -51,14 +60,20 @@ xen::Result<void> ControlServer::listen() {
     if (!ec) {
         // Only root (the service's user) may ask for status or revoke.
         const mode_t old = ::umask(0177);
-        acceptor_.bind(Local::endpoint(path_.string()), ec);
+        acceptor_.bind(Local::endpoint(binding.string()), ec);
         ::umask(old);
     }
     if (!ec) {
         acceptor_.listen(boost::asio::socket_base::max_listen_connections, ec);
     }
+    if (!ec && ::rename(binding.c_str(), path_.c_str()) != 0) {
+        ec.assign(errno, boost::system::system_category());
+        std::error_code ignored;
+        std::filesystem::remove(binding, ignored);
+    }
     if (ec) {
-        acceptor_.close(ec);
+        boost::system::error_code ignored;
+        acceptor_.close(ignored);
         return xen::errno_code(ec.value());
     }
     listening_ = true;
