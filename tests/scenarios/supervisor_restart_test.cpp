@@ -214,4 +214,33 @@ TEST_F(SupervisorRestart, OfTwoStoredWorkersForOneDeviceOneIsAdoptedAndTheOtherK
     EXPECT_TRUE(released_within(*domid));
 }
 
+TEST_F(SupervisorRestart, AStoredPidNowNamingAnotherProcessIsLeftAlone) {
+    ASSERT_TRUE(eventually([&] { return status().has_value(); }));
+    crash_backend();
+    // A worker that ended while the supervisor was down, its pid since taken by another
+    // process: its channel's other end is closed.
+    int pair[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+    ::close(pair[0]);
+    const pid_t other = ::fork();
+    ASSERT_GE(other, 0);
+    if (other == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            ::pause();
+        }
+    }
+    const std::string name = "worker-4242-0-" + std::to_string(other);
+    manager_->keep(name, xenhsa::xen::sim::UniqueFd(pair[1]));
+    start_backend();
+
+    EXPECT_TRUE(eventually([&] { return manager_->kept().empty(); }))
+        << "the dead worker's channel leaves the store";
+    EXPECT_EQ(reported(4242, "worker_pid"), 0u) << status_text();
+    std::this_thread::sleep_for(200ms);
+    EXPECT_TRUE(running(other)) << "the process now holding the pid is not signalled";
+    ::kill(other, SIGKILL);
+    ::waitpid(other, nullptr, 0);
+}
+
 }  // namespace

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -152,6 +153,13 @@ xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::adopt(boost::asio::io
     Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
     if (pidfd.get() < 0) {
         return xen::errno_code(errno);
+    }
+    // A worker that ended closed its end of the channel, and its pid may name another
+    // process by now. A channel still open after the pidfd was taken means the worker was
+    // alive then, so the pidfd is the worker's.
+    pollfd peer{channel.get(), POLLRDHUP, 0};
+    if (::poll(&peer, 1, 0) < 0 || (peer.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
+        return xen::errc(std::errc::no_such_process);
     }
     LineChannel::Socket socket(io);
     auto descriptor = std::make_unique<boost::asio::posix::stream_descriptor>(io);

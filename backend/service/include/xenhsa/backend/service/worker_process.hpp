@@ -39,7 +39,8 @@ public:
                                                              const std::vector<std::string>& args);
     // A worker an earlier supervisor started, still running, with the supervisor's end of
     // its channel (`fd`, taken over). Not this process's child: its end is seen through a
-    // pidfd, and `on_exit` runs then (its exit status is not known).
+    // pidfd, and `on_exit` runs then (its exit status is not known). ESRCH when it ended
+    // (its end of the channel is closed; its pid may be another process's by now).
     static xen::Result<std::unique_ptr<WorkerProcess>> adopt(boost::asio::io_context& io, pid_t pid,
                                                              int fd);
     // SIGKILLs and reaps a worker that is still running (the supervisor's last resort;
