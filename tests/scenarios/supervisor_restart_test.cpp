@@ -60,6 +60,19 @@ protected:
 
 bool running(pid_t pid) { return ::kill(pid, 0) == 0 && !wait_for_exit(pid, 0ms); }
 
+// A child that only waits to be killed (it dies with the test), standing for a process the
+// store names; -1 when fork failed.
+pid_t idle_child() {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+            ::pause();
+        }
+    }
+    return pid;
+}
+
 TEST_F(SupervisorRestart, GuestsKeepBeingServedByTheirWorkersAcrossASupervisorCrash) {
     auto churning = start_guest({"churn", "--seed", "7"});
     auto computing = start_guest({"vecadd", "--repeat", "0", "--elements", "65536"});
@@ -163,14 +176,8 @@ TEST_F(SupervisorRestart, OfTwoStoredWorkersForOneDeviceOneIsAdoptedAndTheOtherK
     int pair[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
     const xenhsa::xen::sim::UniqueFd ours(pair[0]);
-    const pid_t impostor = ::fork();
-    ASSERT_GE(impostor, 0);
-    if (impostor == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (;;) {
-            ::pause();
-        }
-    }
+    const pid_t impostor = idle_child();
+    ASSERT_GT(impostor, 0);
     manager_->keep(device_prefix + std::to_string(impostor), xenhsa::xen::sim::UniqueFd(pair[1]));
     start_backend();
 
@@ -222,14 +229,8 @@ TEST_F(SupervisorRestart, AStoredPidNowNamingAnotherProcessIsLeftAlone) {
     int pair[2];
     ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
     ::close(pair[0]);
-    const pid_t other = ::fork();
-    ASSERT_GE(other, 0);
-    if (other == 0) {
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        for (;;) {
-            ::pause();
-        }
-    }
+    const pid_t other = idle_child();
+    ASSERT_GT(other, 0);
     const std::string name = "worker-4242-0-" + std::to_string(other);
     manager_->keep(name, xenhsa::xen::sim::UniqueFd(pair[1]));
     start_backend();
