@@ -12,13 +12,34 @@ namespace xenhsa::backend::service {
 
 namespace {
 
-std::optional<uint64_t> number(std::string_view text) {
-    uint64_t value = 0;
+bool parse_number(std::string_view text, uint64_t& value) {
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+    return ec == std::errc() && end == text.data() + text.size() && !text.empty();
+}
+
+struct Failure {
+    std::string site;
+    uint64_t call = 0;
+    int err = 0;
+};
+
+// "SITE#K:ERRNO", K >= 1, 1 <= ERRNO <= 4095.
+std::optional<Failure> parse_failure(std::string_view text) {
+    const auto hash = text.find('#');
+    if (hash == 0 || hash == std::string_view::npos) {
         return std::nullopt;
     }
-    return value;
+    const auto colon = text.find(':', hash);
+    if (colon == std::string_view::npos) {
+        return std::nullopt;
+    }
+    uint64_t call = 0;
+    uint64_t err = 0;
+    if (!parse_number(text.substr(hash + 1, colon - hash - 1), call) || call == 0 ||
+        !parse_number(text.substr(colon + 1), err) || err == 0 || err > 4095) {
+        return std::nullopt;
+    }
+    return Failure{std::string(text.substr(0, hash)), call, static_cast<int>(err)};
 }
 
 }  // namespace
@@ -44,20 +65,13 @@ std::optional<std::string> FaultPlan::arm(std::string_view spec) {
             return "cannot open the fault trace " + path + ": " + std::strerror(errno);
         }
     } else if (spec.starts_with("fail=")) {
-        const std::string_view rest = spec.substr(5);
-        const auto hash = rest.find('#');
-        const auto colon = rest.find(':', hash == std::string_view::npos ? 0 : hash);
-        const auto k = hash == std::string_view::npos || colon == std::string_view::npos
-                           ? std::nullopt
-                           : number(rest.substr(hash + 1, colon - hash - 1));
-        const auto e =
-            colon == std::string_view::npos ? std::nullopt : number(rest.substr(colon + 1));
-        if (hash == 0 || !k || *k == 0 || !e || *e == 0 || *e > 4095) {
+        auto failure = parse_failure(spec.substr(5));
+        if (!failure) {
             return "bad fault plan \"" + std::string(spec) + "\" (fail=SITE#K:ERRNO)";
         }
-        site = std::string(rest.substr(0, hash));
-        call = *k;
-        err = static_cast<int>(*e);
+        site = std::move(failure->site);
+        call = failure->call;
+        err = failure->err;
     } else if (!spec.empty()) {
         return "bad fault plan \"" + std::string(spec) + "\" (trace=PATH or fail=SITE#K:ERRNO)";
     }
