@@ -3,16 +3,15 @@
 #ifndef XENHSA_FRONTEND_CLI_GPU_RIG_HPP
 #define XENHSA_FRONTEND_CLI_GPU_RIG_HPP
 
-#include "harness.hpp"
-#include "scenarios.hpp"
-
+#include <fmt/core.h>
 #include <xenhsa/hsa/builtin_kernels.h>
+
+#include <optional>
 #include <xenhsa/frontend/aql_queue.hpp>
 #include <xenhsa/frontend/errors.hpp>
 
-#include <fmt/core.h>
-
-#include <optional>
+#include "harness.hpp"
+#include "scenarios.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -21,11 +20,10 @@ inline constexpr uint16_t kWorkgroup = 64;
 // A queue and one arena of GPU-reachable guest memory, set up and torn down with checks.
 class GpuRig {
 public:
-    GpuRig(Harness &h, Report &report) : h_(h), report_(report) {}
+    GpuRig(Harness& h, Report& report) : h_(h), report_(report) {}
 
-    bool setup(std::size_t arena_bytes, uint32_t node, Handle error_event = 0)
-    {
-        Client &client = h_.client();
+    bool setup(std::size_t arena_bytes, uint32_t node, Handle error_event = 0) {
+        Client& client = h_.client();
         const std::size_t pages = (arena_bytes + XENHSA_PAGE_SIZE - 1) / XENHSA_PAGE_SIZE + 1;
         auto memory = aql::GpuMemory::create(client, pages, node);
         if (!report_.check("gpu-memory", memory, fmt::format("pages={}", pages))) {
@@ -48,8 +46,7 @@ public:
     }
 
     // The built-in `name`, checked against the kernarg size the header gives.
-    std::optional<xenhsa_kernel_info> kernel(const char *name, std::size_t kernarg_size)
-    {
+    std::optional<xenhsa_kernel_info> kernel(const char* name, std::size_t kernarg_size) {
         auto found = h_.client().find_kernel(name);
         if (!report_.check(fmt::format("kernel-{}", name), found && found.value().has_value(),
                            found ? "" : describe(found.error()))) {
@@ -65,24 +62,21 @@ public:
     }
 
     template <class T>
-    T *carve(std::size_t count)
-    {
+    T* carve(std::size_t count) {
         auto p = memory_.carve_array<T>(count);
         return p ? p.value() : nullptr;
     }
 
-    amd_signal_t *signal(int64_t value)
-    {
-        auto *s = carve<amd_signal_t>(1);
+    amd_signal_t* signal(int64_t value) {
+        auto* s = carve<amd_signal_t>(1);
         if (s != nullptr) {
             aql::signal_init(*s, value);
         }
         return s;
     }
 
-    aql::DispatchSpec dispatch_spec(const xenhsa_kernel_info &k, const void *kernarg,
-                                    uint64_t items, const amd_signal_t *done) const
-    {
+    aql::DispatchSpec dispatch_spec(const xenhsa_kernel_info& k, const void* kernarg,
+                                    uint64_t items, const amd_signal_t* done) const {
         aql::DispatchSpec spec;
         spec.kernel_object = k.kernel_object;
         spec.kernarg_address = reinterpret_cast<uintptr_t>(kernarg);
@@ -94,22 +88,19 @@ public:
         return spec;
     }
 
-    bool submit(std::string_view what, const aql::DispatchSpec &spec)
-    {
+    bool submit(std::string_view what, const aql::DispatchSpec& spec) {
         return report_.check(fmt::format("dispatch-{}", what), queue_.dispatch(spec, h_.timeout()));
     }
 
-    bool wait(std::string_view what, const amd_signal_t &done)
-    {
+    bool wait(std::string_view what, const amd_signal_t& done) {
         auto v = aql::signal_wait(done, HSA_SIGNAL_CONDITION_LT, 1, h_.timeout());
         return report_.check(fmt::format("complete-{}", what), v);
     }
 
-    aql::AqlQueue &queue() { return queue_; }
+    aql::AqlQueue& queue() { return queue_; }
 
     // `live_after`: handles the scenario still holds itself.
-    void teardown(std::size_t live_after = 0)
-    {
+    void teardown(std::size_t live_after = 0) {
         if (queue_.handle() != 0) {
             report_.check("queue-destroy", queue_.destroy());
         }
@@ -121,15 +112,14 @@ public:
     }
 
 private:
-    Harness &h_;
-    Report &report_;
+    Harness& h_;
+    Report& report_;
     aql::GpuMemory memory_;
     aql::AqlQueue queue_;
 };
 
 // HELLO with the GPU feature granted, and the node to run on.
-inline std::optional<uint32_t> open_gpu(Harness &h, Report &report, const GpuOptions &gpu)
-{
+inline std::optional<uint32_t> open_gpu(Harness& h, Report& report, const GpuOptions& gpu) {
     if (!h.open() || !h.require(XENHSA_FEATURE_GPU, "gpu")) {
         return std::nullopt;
     }
@@ -149,7 +139,7 @@ inline std::optional<uint32_t> open_gpu(Harness &h, Report &report, const GpuOpt
 // down with `live_after` handles left to the caller. true when the result held. With
 // `rounds` other than 1 it repeats (0: until SIGTERM/SIGINT) with several packets in flight
 // per round, and prints `info repeating domid=N ...` once the first round is done.
-bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after,
+bool vector_add(Harness& h, Report& report, uint32_t node, uint32_t n, std::size_t live_after,
                 uint32_t rounds = 1);
 
 }  // namespace xenhsa::frontend::cli

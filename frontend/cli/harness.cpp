@@ -4,15 +4,13 @@
 
 namespace xenhsa::frontend::cli {
 
-Harness::~Harness()
-{
+Harness::~Harness() {
     client_.reset();
     device_.reset();  // closes the device
     guest_.reset();
 }
 
-bool Harness::open(uint64_t features)
-{
+bool Harness::open(uint64_t features) {
     auto guest = open_platform(options_);
     if (!report_.check("platform", guest)) {
         return false;
@@ -37,8 +35,7 @@ bool Harness::open(uint64_t features)
     return hello();
 }
 
-bool Harness::hello()
-{
+bool Harness::hello() {
     client_ = std::make_unique<Client>(*device_, *guest_->platform.sharer, *guest_->platform.grants,
                                        ClientOptions{timeout()});
     HelloOptions hello;
@@ -48,7 +45,7 @@ bool Harness::hello()
     if (!report_.check("hello", session)) {
         return false;
     }
-    const Session &s = session.value();
+    const Session& s = session.value();
     report_.info(
         fmt::format("version={} ring-slots={} features={:#x} window={:#x}+{:#x} max-map-pages={} "
                     "max-lend-pages={} max-handles={} max-in-flight={}",
@@ -57,8 +54,7 @@ bool Harness::hello()
     return true;
 }
 
-bool Harness::reconnect()
-{
+bool Harness::reconnect() {
     client_.reset();
     if (!report_.check("reconnect", device_->reconnect())) {
         return false;
@@ -67,8 +63,7 @@ bool Harness::reconnect()
     return hello();
 }
 
-bool Harness::require(uint64_t feature, std::string_view name)
-{
+bool Harness::require(uint64_t feature, std::string_view name) {
     if (client_ && client_->granted(feature)) {
         return true;
     }

@@ -1,16 +1,15 @@
 #include "loopback.hpp"
 
-#include "loopback_peer.hpp"
-#include "shared_pages.hpp"
-
-#include <xenhsa/frontend/front_ring.hpp>
-
 #include <fmt/core.h>
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <string>
 #include <vector>
+#include <xenhsa/frontend/front_ring.hpp>
+
+#include "loopback_peer.hpp"
+#include "shared_pages.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -23,23 +22,20 @@ struct Case {
 };
 
 template <class Wire>
-xenhsa_req_slot encoded(uint32_t cmd, const Wire &payload)
-{
+xenhsa_req_slot encoded(uint32_t cmd, const Wire& payload) {
     xenhsa_req_slot slot{};
     xenhsa_encode_req(&slot, cmd, 0, &payload, sizeof payload);
     return slot;
 }
 
-xenhsa_req_slot with_header(xenhsa_req_slot slot, uint32_t cmd, uint32_t len, uint32_t pad)
-{
+xenhsa_req_slot with_header(xenhsa_req_slot slot, uint32_t cmd, uint32_t len, uint32_t pad) {
     slot.hdr.cmd = cmd;
     slot.hdr.len = len;
     slot.hdr.pad = pad;
     return slot;
 }
 
-std::vector<Case> scenario()
-{
+std::vector<Case> scenario() {
     constexpr uint64_t kVa = 0x100000000000ull;
     xenhsa_map_req map{};
     map.va = kVa;
@@ -58,10 +54,10 @@ std::vector<Case> scenario()
     stale_refs.gref[40] = 77;
     xenhsa_event_wait_req wait{};
     wait.count = XENHSA_WAIT_MAX_EVENTS + 1;
-    const xenhsa_queue_create_req queue{1, XENHSA_QUEUE_COMPUTE_AQL, 100, 0, kVa, 4096,
-                                        kVa + 0x1000, kVa + 0x1004, 0};
-    const auto hello = encoded(XENHSA_CMD_HELLO,
-                               xenhsa_hello_req{1, 1, XENHSA_FEATURES_V1, 0, 1ull << 32});
+    const xenhsa_queue_create_req queue{
+        1, XENHSA_QUEUE_COMPUTE_AQL, 100, 0, kVa, 4096, kVa + 0x1000, kVa + 0x1004, 0};
+    const auto hello =
+        encoded(XENHSA_CMD_HELLO, xenhsa_hello_req{1, 1, XENHSA_FEATURES_V1, 0, 1ull << 32});
     const auto query = encoded(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_SYSTEM, 0, 0, 0});
     return {
         {"HELLO asks for a 4 GiB window", hello, XENHSA_STATUS_OK},
@@ -77,8 +73,7 @@ std::vector<Case> scenario()
          XENHSA_STATUS_BAD_LENGTH},
         {"header: length past the slot", with_header(query, XENHSA_CMD_QUERY, 4096, 0),
          XENHSA_STATUS_BAD_LENGTH},
-        {"header: nonzero pad", with_header(hello, XENHSA_CMD_HELLO, 32, 1),
-         XENHSA_STATUS_BAD_PAD},
+        {"header: nonzero pad", with_header(hello, XENHSA_CMD_HELLO, 32, 1), XENHSA_STATUS_BAD_PAD},
         {"MAP with garbage in unused refs", encoded(XENHSA_CMD_MAP, stale_refs),
          XENHSA_STATUS_BAD_PAD},
         {"EVENT_WAIT on 17 events", encoded(XENHSA_CMD_EVENT_WAIT, wait),
@@ -90,8 +85,7 @@ std::vector<Case> scenario()
 
 }  // namespace
 
-int run_loopback(const LoopbackOptions &options)
-{
+int run_loopback(const LoopbackOptions& options) {
     auto pages = SharedPages::create(XENHSA_RING_BYTES(options.ring_order));
     if (!pages) {
         spdlog::error("cannot create ring pages: {}", pages.error().message());
@@ -128,8 +122,9 @@ int run_loopback(const LoopbackOptions &options)
         }
     }
 
-    fmt::print("xenhsa wire protocol v{}: guest ring ({} slots) -> loopback peer, budget {}/wake-up\n\n",
-               XENHSA_PROTO_VERSION, ring.slots(), options.budget);
+    fmt::print(
+        "xenhsa wire protocol v{}: guest ring ({} slots) -> loopback peer, budget {}/wake-up\n\n",
+        XENHSA_PROTO_VERSION, ring.slots(), options.budget);
     fmt::print("{:>3}  {:<36} {:<13} {:<13} {}\n", "seq", "request", "expected", "answered", "");
     int failures = 0;
     for (uint32_t i = 0; i < cases.size(); ++i) {
@@ -142,8 +137,10 @@ int run_loopback(const LoopbackOptions &options)
     }
 
     // A guest that runs its producer index past the ring gets disconnected.
-    ring.force_req_prod(xenhsa_index_load(&reinterpret_cast<const xenhsa_sring *>(
-                            pages.value().guest_view().data())->rsp_prod) + ring.slots() + 5);
+    ring.force_req_prod(
+        xenhsa_index_load(
+            &reinterpret_cast<const xenhsa_sring*>(pages.value().guest_view().data())->rsp_prod) +
+        ring.slots() + 5);
     peer.serve(options.budget);
     const bool cut_off = peer.disconnected();
     failures += cut_off ? 0 : 1;

@@ -12,7 +12,7 @@ struct LoopbackOptions {
 };
 
 // Runs the scenario, prints a table; returns the process exit code (0: every check held).
-int run_loopback(const LoopbackOptions &options);
+int run_loopback(const LoopbackOptions& options);
 
 }  // namespace xenhsa::frontend::cli
 

@@ -4,8 +4,7 @@
 
 namespace xenhsa::frontend::cli {
 
-uint32_t LoopbackPeer::serve(uint32_t budget) noexcept
-{
+uint32_t LoopbackPeer::serve(uint32_t budget) noexcept {
     if (disconnected_) {
         return 0;
     }

@@ -24,7 +24,7 @@ public:
     [[nodiscard]] bool disconnected() const noexcept { return disconnected_; }
 
 private:
-    xenhsa_sring *shared() const noexcept { return reinterpret_cast<xenhsa_sring *>(pages_.data()); }
+    xenhsa_sring* shared() const noexcept { return reinterpret_cast<xenhsa_sring*>(pages_.data()); }
 
     std::span<std::byte> pages_;
     uint32_t slots_;

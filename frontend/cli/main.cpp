@@ -1,28 +1,26 @@
 // xenhsa-guest: the synthetic frontend. `loopback` needs no backend; every other
 // subcommand runs the guest library against a backend over the simulator (--sim-dir) or
 // real Xen (--xen) and prints machine-readable check lines (report.hpp).
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+#include <xenhsa/proto/ring.h>
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <vector>
+
 #include "loopback.hpp"
 #include "options.hpp"
 #include "scenarios.hpp"
-
-#include <xenhsa/proto/ring.h>
-
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
-#include <CLI/CLI.hpp>
-
-#include <functional>
-#include <vector>
 
 namespace {
 
 using namespace xenhsa::frontend::cli;
 
-void add_global_options(CLI::App &app, GlobalOptions &g, bool &verbose)
-{
-    auto *sim = app.add_option("--sim-dir", g.sim_dir,
+void add_global_options(CLI::App& app, GlobalOptions& g, bool& verbose) {
+    auto* sim = app.add_option("--sim-dir", g.sim_dir,
                                "run on the xenhsa-sim simulator in DIR (its socket directory)");
-    auto *xen = app.add_flag("--xen", g.xen, "run on real Xen (libxen* adapters)");
+    auto* xen = app.add_flag("--xen", g.xen, "run on real Xen (libxen* adapters)");
     sim->excludes(xen);
     app.add_option("--domid", g.domid,
                    "sim: attach to this existing domain (default: create guest-<pid>)")
@@ -46,8 +44,7 @@ void add_global_options(CLI::App &app, GlobalOptions &g, bool &verbose)
 
 }  // namespace
 
-int main(int argc, char **argv)
-{
+int main(int argc, char** argv) {
     spdlog::set_default_logger(spdlog::stderr_color_mt("xenhsa-guest"));
     CLI::App app{
         "xenhsa-guest: the synthetic xenhsa frontend (guest side). Scenario output on "
@@ -61,15 +58,15 @@ int main(int argc, char **argv)
     bool verbose = false;
     add_global_options(app, global, verbose);
 
-    std::vector<std::pair<CLI::App *, std::function<int()>>> commands;
-    auto command = [&](const char *name, const char *help, std::function<int()> run) {
-        CLI::App *sub = app.add_subcommand(name, help);
+    std::vector<std::pair<CLI::App*, std::function<int()>>> commands;
+    auto command = [&](const char* name, const char* help, std::function<int()> run) {
+        CLI::App* sub = app.add_subcommand(name, help);
         commands.emplace_back(sub, std::move(run));
         return sub;
     };
 
     LoopbackOptions loopback;
-    auto *loop = command("loopback",
+    auto* loop = command("loopback",
                          "drive the guest ring library against a validating loopback peer "
                          "(no backend, no hypervisor)",
                          [&] { return run_loopback(loopback); });
@@ -85,7 +82,7 @@ int main(int argc, char **argv)
             [&] { return run_topology(global); });
 
     ReconnectOptions reconnect;
-    auto *reconnect_cmd = command("reconnect",
+    auto* reconnect_cmd = command("reconnect",
                                   "rounds of a small session, then Closing/Closed/Initialising "
                                   "and a new handshake with new pages and a new port",
                                   [&] { return run_reconnect(global, reconnect); });
@@ -96,7 +93,7 @@ int main(int argc, char **argv)
                             "killed) before reconnecting");
 
     MapOptions map;
-    auto *map_cmd = command("map", "MAP guest pages (indirect beyond 52 pages)",
+    auto* map_cmd = command("map", "MAP guest pages (indirect beyond 52 pages)",
                             [&] { return run_map(global, map); });
     map_cmd->add_option("--pages", map.pages, "pages to map")
         ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
@@ -104,14 +101,14 @@ int main(int argc, char **argv)
     map_cmd->add_flag("--read-only", map.read_only, "grant and map read-only");
 
     LendOptions lend;
-    auto *lend_cmd = command("lend", "LEND backend pages, map them at their VA, use, UNMAP",
+    auto* lend_cmd = command("lend", "LEND backend pages, map them at their VA, use, UNMAP",
                              [&] { return run_lend(global, lend); });
     lend_cmd->add_option("--pages", lend.pages, "pages to borrow")
         ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
     lend_cmd->add_flag("!--read-only", lend.writable, "borrow read-only");
 
     RevokeOptions revoke;
-    auto *revoke_cmd = command("revoke",
+    auto* revoke_cmd = command("revoke",
                                "LEND, wait for the backend's REVOKED, probe the pages (reports "
                                "the fault instead of crashing), acknowledge with UNMAP",
                                [&] { return run_revoke(global, revoke); });
@@ -120,7 +117,7 @@ int main(int argc, char **argv)
     revoke_cmd->add_option("--wait-ms", revoke.wait_ms, "how long to wait for REVOKED");
 
     DemoOptions demo;
-    auto *demo_cmd = command("demo",
+    auto* demo_cmd = command("demo",
                              "script/demo's guest: MAP, vector_add on mapped memory, LEND, wait "
                              "for the operator's revoke, check the lent pages fault",
                              [&] { return run_demo(global, demo); });
@@ -131,7 +128,7 @@ int main(int argc, char **argv)
     demo_cmd->add_option("--wait-ms", demo.wait_ms, "how long to wait for the revoke");
 
     StressOptions stress;
-    auto *stress_cmd = command("stress",
+    auto* stress_cmd = command("stress",
                                "MAP/PIN/UNMAP loop over many sizes, a pipelined full ring, "
                                "event waits and cancels",
                                [&] { return run_stress(global, stress); });
@@ -140,7 +137,7 @@ int main(int argc, char **argv)
         ->check(CLI::Range(1u, unsigned{XENHSA_MAP_MAX_PAGES}));
 
     ChurnOptions churn;
-    auto *churn_cmd = command("churn",
+    auto* churn_cmd = command("churn",
                               "rounds of mixed work (MAP+PIN, LEND, event waits, vector_add "
                               "left in flight) for the death soak; objects live 3 rounds",
                               [&] { return run_churn(global, churn); });
@@ -148,7 +145,7 @@ int main(int argc, char **argv)
     churn_cmd->add_option("--seed", churn.seed, "random choices (sizes, order of release)");
 
     SequenceOptions sequence;
-    auto *sequence_cmd = command("sequence",
+    auto* sequence_cmd = command("sequence",
                                  "the sequence fuzzer's guest: a seeded program of typed calls "
                                  "on the resources earlier calls made, one in five hostile",
                                  [&] { return run_sequence(global, sequence); });
@@ -158,28 +155,28 @@ int main(int argc, char **argv)
     sequence_cmd->add_flag("--trace", sequence.trace, "print each call and its answer");
 
     GpuOptions gpu;
-    auto gpu_options = [&](CLI::App *sub) {
+    auto gpu_options = [&](CLI::App* sub) {
         sub->add_option("--node", gpu.node, "GPU node (default: the first with GPU cores)")
             ->check(CLI::Range(0u, 63u));
         sub->add_option("--elements", gpu.elements, "elements per buffer")
             ->check(CLI::Range(1u, 1u << 22));
     };
-    auto *vecadd = command("vecadd", "c = a + b on the GPU (built-in vector_add)",
+    auto* vecadd = command("vecadd", "c = a + b on the GPU (built-in vector_add)",
                            [&] { return run_vecadd(global, gpu); });
     gpu_options(vecadd);
     vecadd->add_option("--repeat", gpu.repeat,
                        "rounds of several packets in flight, each checked; 0: until "
                        "SIGTERM/SIGINT");
-    auto *saxpy = command("saxpy", "y = a * x + y on the GPU (built-in saxpy)",
+    auto* saxpy = command("saxpy", "y = a * x + y on the GPU (built-in saxpy)",
                           [&] { return run_saxpy(global, gpu); });
     gpu_options(saxpy);
     saxpy->add_option("--a", gpu.a, "the scalar");
-    auto *fill =
+    auto* fill =
         command("fill-checksum", "fill a buffer, then checksum it (a barrier bit orders the two)",
                 [&] { return run_fill_checksum(global, gpu); });
     gpu_options(fill);
     fill->add_option("--value", gpu.value, "fill value");
-    auto *chain = command("barrier-chain",
+    auto* chain = command("barrier-chain",
                           "fill, then copies chained by barrier-AND packets, a barrier-OR at "
                           "the end",
                           [&] { return run_barrier_chain(global, gpu); });
@@ -192,20 +189,20 @@ int main(int argc, char **argv)
                         [&] { return run_fault(global, gpu); }));
 
     HostileOptions hostile;
-    auto *hostile_cmd = command("hostile", "a guest that breaks the rules on purpose",
+    auto* hostile_cmd = command("hostile", "a guest that breaks the rules on purpose",
                                 [&] { return run_hostile(global, hostile); });
     hostile_cmd->add_option("--mode", hostile.mode, "what to break")
         ->required()
-        ->check(CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
-                               "doorbell-garbage", "hello-again", "notify-scribble",
-                               "event-flood"}));
+        ->check(
+            CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
+                           "doorbell-garbage", "hello-again", "notify-scribble", "event-flood"}));
     hostile_cmd->add_option("--count", hostile.count,
                             "garbage: requests to send; event-flood: thousands of kicks");
     hostile_cmd->add_option("--seed", hostile.seed, "random seed");
 
     CLI11_PARSE(app, argc, argv);
     spdlog::set_level(verbose ? spdlog::level::debug : spdlog::level::info);
-    for (auto &[sub, run] : commands) {
+    for (auto& [sub, run] : commands) {
         if (*sub) {
             if (sub != loop && global.sim_dir.empty() && !global.xen) {
                 spdlog::error("{} needs a platform: --sim-dir DIR or --xen", sub->get_name());

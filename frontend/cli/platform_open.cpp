@@ -1,16 +1,15 @@
 #include "platform_open.hpp"
 
 #include <spdlog/spdlog.h>
-
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
 
 #if XENHSA_GUEST_HAVE_SIM
-#include "sim_toolstack.hpp"
-
 #include <xenhsa/xen/sim/client.hpp>
+
+#include "sim_toolstack.hpp"
 #endif
 #if XENHSA_GUEST_HAVE_XEN
 #include <xenhsa/xen/real/platform.hpp>
@@ -20,14 +19,10 @@ namespace xenhsa::frontend::cli {
 
 namespace {
 
-std::error_code sys_error(int e)
-{
-    return {e, std::generic_category()};
-}
+std::error_code sys_error(int e) { return {e, std::generic_category()}; }
 
 #if XENHSA_GUEST_HAVE_SIM
-Result<GuestPlatform> open_sim(const GlobalOptions &options)
-{
+Result<GuestPlatform> open_sim(const GlobalOptions& options) {
     xen::DomId domid = 0;
     if (options.domid) {
         domid = static_cast<xen::DomId>(*options.domid);
@@ -48,9 +43,9 @@ Result<GuestPlatform> open_sim(const GlobalOptions &options)
         return err;
     };
     if (options.toolstack) {
-        if (auto plugged = plug_sim_device(options.sim_dir,
-                                           static_cast<xen::DomId>(options.backend_domid), domid,
-                                           options.devid);
+        if (auto plugged =
+                plug_sim_device(options.sim_dir, static_cast<xen::DomId>(options.backend_domid),
+                                domid, options.devid);
             !plugged) {
             return undo(plugged.error());
         }
@@ -65,8 +60,7 @@ Result<GuestPlatform> open_sim(const GlobalOptions &options)
 
 }  // namespace
 
-Result<GuestPlatform> open_platform(const GlobalOptions &options)
-{
+Result<GuestPlatform> open_platform(const GlobalOptions& options) {
     if (!options.sim_dir.empty()) {
 #if XENHSA_GUEST_HAVE_SIM
         return open_sim(options);

@@ -4,10 +4,10 @@
 #ifndef XENHSA_FRONTEND_CLI_PLATFORM_OPEN_HPP
 #define XENHSA_FRONTEND_CLI_PLATFORM_OPEN_HPP
 
-#include "options.hpp"
-
 #include <xenhsa/frontend/result.hpp>
 #include <xenhsa/xen/platform.hpp>
+
+#include "options.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -20,7 +20,7 @@ struct GuestPlatform {
 // --no-toolstack, plugs the device first (a child process attached to dom0 writes the
 // toolstack's xenstore keys). Xen: opens the real adapters. ENOTSUP for a mode this
 // build lacks, EINVAL when neither is chosen.
-Result<GuestPlatform> open_platform(const GlobalOptions &options);
+Result<GuestPlatform> open_platform(const GlobalOptions& options);
 
 }  // namespace xenhsa::frontend::cli
 

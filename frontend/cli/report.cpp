@@ -6,13 +6,11 @@
 
 namespace xenhsa::frontend::cli {
 
-std::string describe(const std::error_code &ec)
-{
+std::string describe(const std::error_code& ec) {
     return fmt::format("{}:{}({})", ec.category().name(), ec.value(), ec.message());
 }
 
-bool Report::check(std::string_view name, bool held, std::string_view detail)
-{
+bool Report::check(std::string_view name, bool held, std::string_view detail) {
     ++checks_;
     failed_ += held ? 0 : 1;
     if (detail.empty()) {
@@ -24,14 +22,12 @@ bool Report::check(std::string_view name, bool held, std::string_view detail)
     return held;
 }
 
-void Report::info(std::string_view text)
-{
+void Report::info(std::string_view text) {
     fmt::print("info {}\n", text);
     std::fflush(stdout);
 }
 
-int Report::finish()
-{
+int Report::finish() {
     const bool ok = checks_ > 0 && failed_ == 0;
     fmt::print("summary {} checks={} failed={} result={}\n", scenario_, checks_, failed_,
                ok ? "ok" : "FAIL");

@@ -6,16 +6,15 @@
 #ifndef XENHSA_FRONTEND_CLI_REPORT_HPP
 #define XENHSA_FRONTEND_CLI_REPORT_HPP
 
-#include <xenhsa/frontend/result.hpp>
-
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <xenhsa/frontend/result.hpp>
 
 namespace xenhsa::frontend::cli {
 
 // "ENOENT-like text" for an error code: category:value (message).
-std::string describe(const std::error_code &ec);
+std::string describe(const std::error_code& ec);
 
 class Report {
 public:
@@ -24,8 +23,7 @@ public:
     // Records one check; returns `held` so callers can stop early.
     bool check(std::string_view name, bool held, std::string_view detail = {});
     template <class T>
-    bool check(std::string_view name, const Result<T> &result, std::string_view detail = {})
-    {
+    bool check(std::string_view name, const Result<T>& result, std::string_view detail = {}) {
         return result ? check(name, true, detail) : check(name, false, describe(result.error()));
     }
     void info(std::string_view text);

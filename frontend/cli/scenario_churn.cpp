@@ -4,17 +4,8 @@
 // vector_add packets that stay in flight until the next round checks their results. The
 // objects of a round are given back, in a random order, kKeep rounds later: a kill at any
 // moment finds every kind of object live, requests in flight and dispatches running.
-#include "gpu_rig.hpp"
-#include "harness.hpp"
-#include "patterns.hpp"
-#include "scenarios.hpp"
-#include "stop_signal.hpp"
-
-#include <xenhsa/hsa/builtin_kernels.h>
-#include <xenhsa/frontend/aql_queue.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <fmt/core.h>
+#include <xenhsa/hsa/builtin_kernels.h>
 
 #include <algorithm>
 #include <deque>
@@ -23,16 +14,24 @@
 #include <random>
 #include <string>
 #include <vector>
+#include <xenhsa/frontend/aql_queue.hpp>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "gpu_rig.hpp"
+#include "harness.hpp"
+#include "patterns.hpp"
+#include "scenarios.hpp"
+#include "stop_signal.hpp"
 
 namespace xenhsa::frontend::cli {
 
 namespace {
 
-constexpr std::size_t kKeep = 3;        // rounds whose objects stay live
-constexpr uint32_t kMaxMapPages = 80;   // indirect MAPs too (beyond 52 pages)
+constexpr std::size_t kKeep = 3;       // rounds whose objects stay live
+constexpr uint32_t kMaxMapPages = 80;  // indirect MAPs too (beyond 52 pages)
 constexpr uint32_t kMaxLendPages = 8;
 constexpr uint32_t kElements = 4096;
-constexpr uint32_t kBatch = 4;          // vector_add packets per round
+constexpr uint32_t kBatch = 4;  // vector_add packets per round
 
 // What one round made, given back by a later round.
 struct Held {
@@ -46,13 +45,10 @@ struct Held {
 
 class Churn {
 public:
-    Churn(Harness &h, Report &report, GpuRig &rig, uint32_t seed)
-        : h_(h), report_(report), rig_(rig), rng_(seed)
-    {
-    }
+    Churn(Harness& h, Report& report, GpuRig& rig, uint32_t seed)
+        : h_(h), report_(report), rig_(rig), rng_(seed) {}
 
-    bool setup()
-    {
+    bool setup() {
         kernel_ = rig_.kernel(XENHSA_KERNEL_NAME_VECTOR_ADD, sizeof(xenhsa_kernarg_vector_add));
         a_ = rig_.carve<float>(kElements);
         b_ = rig_.carve<float>(kElements);
@@ -76,8 +72,7 @@ public:
     }
 
     // One round; false (with a failed check) when a step failed.
-    bool round()
-    {
+    bool round() {
         Held made;
         if (!map_batch(made) || !lend_pages(made) || !event_waits(made) || !dispatch()) {
             return false;
@@ -94,8 +89,7 @@ public:
     }
 
     // The last dispatches to their end, and everything given back.
-    bool finish()
-    {
+    bool finish() {
         bool ok = finish_dispatches();
         while (ok && !held_.empty()) {
             ok = give_back(held_.front());
@@ -107,17 +101,15 @@ public:
     [[nodiscard]] uint32_t rounds() const { return rounds_; }
 
 private:
-    bool fail(std::string_view step, const std::error_code &error)
-    {
+    bool fail(std::string_view step, const std::error_code& error) {
         return report_.check(fmt::format("churn-{}", step), false,
                              fmt::format("round {}: {}", rounds_, describe(error)));
     }
 
     uint32_t below(uint32_t bound) { return 1 + static_cast<uint32_t>(rng_() % bound); }
 
-    bool map_batch(Held &made)
-    {
-        Client &client = h_.client();
+    bool map_batch(Held& made) {
+        Client& client = h_.client();
         auto buffer = client.allocate(below(kMaxMapPages));
         if (!buffer) {
             return fail("allocate", buffer.error());
@@ -138,8 +130,7 @@ private:
         return true;
     }
 
-    bool lend_pages(Held &made)
-    {
+    bool lend_pages(Held& made) {
         auto lent = h_.client().lend(below(kMaxLendPages), true);
         if (!lent) {
             return fail("lend", lent.error());
@@ -149,9 +140,8 @@ private:
         return true;
     }
 
-    bool event_waits(Held &made)
-    {
-        Client &client = h_.client();
+    bool event_waits(Held& made) {
+        Client& client = h_.client();
         auto event = client.event_create(XENHSA_EVENT_SIGNAL, node_, 0);
         if (!event) {
             return fail("event-create", event.error());
@@ -172,8 +162,7 @@ private:
     }
 
     // Checks the previous round's batch, then starts this round's and leaves it running.
-    bool dispatch()
-    {
+    bool dispatch() {
         if (!finish_dispatches()) {
             return false;
         }
@@ -181,7 +170,7 @@ private:
         aql::signal_store(*done_, kBatch);
         in_flight_ = true;
         for (uint32_t k = 0; k < kBatch; ++k) {
-            const auto &slice = args_[k];
+            const auto& slice = args_[k];
             auto sent = rig_.queue().dispatch(rig_.dispatch_spec(*kernel_, &slice, slice.n, done_),
                                               h_.timeout());
             if (!sent) {
@@ -191,8 +180,7 @@ private:
         return true;
     }
 
-    bool finish_dispatches()
-    {
+    bool finish_dispatches() {
         if (!in_flight_) {
             return true;
         }
@@ -210,9 +198,8 @@ private:
     }
 
     // Gives back one round's objects in a random order; checks the MAPped pages first.
-    bool give_back(Held &held)
-    {
-        Client &client = h_.client();
+    bool give_back(Held& held) {
+        Client& client = h_.client();
         if (held.buffer && !has_pattern(held.buffer->bytes(), held.pattern)) {
             return report_.check("churn-pattern", false, fmt::format("round {}", rounds_));
         }
@@ -241,7 +228,7 @@ private:
             return boost::outcome_v2::success();
         });
         std::shuffle(steps.begin(), steps.end(), rng_);
-        for (auto &step : steps) {
+        for (auto& step : steps) {
             if (auto r = step(); !r) {
                 return fail("give-back", r.error());
             }
@@ -250,17 +237,17 @@ private:
         return true;
     }
 
-    Harness &h_;
-    Report &report_;
-    GpuRig &rig_;
+    Harness& h_;
+    Report& report_;
+    GpuRig& rig_;
     std::mt19937 rng_;
     uint32_t node_ = 0;
     std::optional<xenhsa_kernel_info> kernel_;
-    float *a_ = nullptr;
-    float *b_ = nullptr;
-    float *c_ = nullptr;
-    xenhsa_kernarg_vector_add *args_ = nullptr;
-    amd_signal_t *done_ = nullptr;
+    float* a_ = nullptr;
+    float* b_ = nullptr;
+    float* c_ = nullptr;
+    xenhsa_kernarg_vector_add* args_ = nullptr;
+    amd_signal_t* done_ = nullptr;
     bool in_flight_ = false;
     std::deque<Held> held_;
     uint32_t rounds_ = 0;
@@ -271,8 +258,7 @@ public:
 
 }  // namespace
 
-int run_churn(const GlobalOptions &options, const ChurnOptions &churn)
-{
+int run_churn(const GlobalOptions& options, const ChurnOptions& churn) {
     Report report("churn");
     catch_stop_signals();
     Harness h(options, report);

@@ -2,28 +2,26 @@
 // a patterned buffer, runs vector_add on mapped guest memory, borrows a LEND, and then
 // waits for the operator's revoke. After the revoke the lent pages fault, the backend has
 // let go of the MAP (end access succeeds), and a request naming the range gets REVOKED.
+#include <fmt/core.h>
+
+#include <xenhsa/frontend/grant_list.hpp>
+#include <xenhsa/frontend/probe.hpp>
+
 #include "gpu_rig.hpp"
 #include "harness.hpp"
 #include "patterns.hpp"
 #include "scenarios.hpp"
 
-#include <xenhsa/frontend/grant_list.hpp>
-#include <xenhsa/frontend/probe.hpp>
-
-#include <fmt/core.h>
-
-
 namespace xenhsa::frontend::cli {
 
-int run_demo(const GlobalOptions &options, const DemoOptions &demo)
-{
+int run_demo(const GlobalOptions& options, const DemoOptions& demo) {
     Report report("demo");
     Harness h(options, report);
     const auto node = open_gpu(h, report, GpuOptions{});
     if (!node) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     report.info(fmt::format("domid={}", h.guest().domid));
 
     auto buffer = client.allocate(demo.pages, true);
@@ -43,7 +41,7 @@ int run_demo(const GlobalOptions &options, const DemoOptions &demo)
     if (!report.check("lend", lent)) {
         return report.finish();
     }
-    LentBuffer &buf = lent.value();
+    LentBuffer& buf = lent.value();
     fill_pattern({buf.data(), buf.size()}, 0x6000);
     report.info(fmt::format("waiting-for-revoke domid={} lend-va={:#x}", h.guest().domid, buf.va));
 

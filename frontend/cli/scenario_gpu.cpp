@@ -1,15 +1,7 @@
 // GPU scenarios: AQL dispatches of the software agent's built-in kernels
 // (hsa-bridge/include/xenhsa/hsa/builtin_kernels.h) from guest memory.
-#include "gpu_rig.hpp"
-#include "harness.hpp"
-#include "scenarios.hpp"
-#include "stop_signal.hpp"
-
-#include <xenhsa/hsa/builtin_kernels.h>
-#include <xenhsa/frontend/aql_queue.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <fmt/core.h>
+#include <xenhsa/hsa/builtin_kernels.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +9,13 @@
 #include <span>
 #include <string>
 #include <vector>
+#include <xenhsa/frontend/aql_queue.hpp>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "gpu_rig.hpp"
+#include "harness.hpp"
+#include "scenarios.hpp"
+#include "stop_signal.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -26,10 +25,9 @@ namespace {
 constexpr uint32_t kRepeatBatch = 4;
 
 // `rounds` rounds (0: until SIGTERM/SIGINT) of the `args.size()` packets; one check.
-bool repeat_vector_add(Harness &h, Report &report, GpuRig &rig, const xenhsa_kernel_info &kernel,
-                       std::span<const xenhsa_kernarg_vector_add> args, float *c, uint32_t n,
-                       amd_signal_t &done, uint32_t rounds)
-{
+bool repeat_vector_add(Harness& h, Report& report, GpuRig& rig, const xenhsa_kernel_info& kernel,
+                       std::span<const xenhsa_kernarg_vector_add> args, float* c, uint32_t n,
+                       amd_signal_t& done, uint32_t rounds) {
     const auto batch = static_cast<uint32_t>(args.size());
     uint32_t round = 0;
     uint32_t wrong = 0;
@@ -38,7 +36,7 @@ bool repeat_vector_add(Harness &h, Report &report, GpuRig &rig, const xenhsa_ker
          ++round) {
         std::fill(c, c + n, -1.0f);
         aql::signal_store(done, batch);
-        for (const auto &slice : args) {
+        for (const auto& slice : args) {
             auto sent = rig.queue().dispatch(rig.dispatch_spec(kernel, &slice, slice.n, &done),
                                              h.timeout());
             if (!sent) {
@@ -58,26 +56,25 @@ bool repeat_vector_add(Harness &h, Report &report, GpuRig &rig, const xenhsa_ker
             report.info(fmt::format("repeating domid={} batch={} n={}", h.guest().domid, batch, n));
         }
     }
-    return report.check("result", failure.empty() && wrong == 0 && round > 0,
-                        fmt::format("rounds={} batch={} n={} wrong={}{}", round, batch, n, wrong,
-                                    failure));
+    return report.check(
+        "result", failure.empty() && wrong == 0 && round > 0,
+        fmt::format("rounds={} batch={} n={} wrong={}{}", round, batch, n, wrong, failure));
 }
 
 }  // namespace
 
-bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size_t live_after,
-                uint32_t rounds)
-{
+bool vector_add(Harness& h, Report& report, uint32_t node, uint32_t n, std::size_t live_after,
+                uint32_t rounds) {
     GpuRig rig(h, report);
     bool held = false;
     const uint32_t batch = rounds == 1 ? 1 : std::min(kRepeatBatch, n);
     if (rig.setup(3 * std::size_t{n} * sizeof(float) + 1024, node)) {
         auto kernel = rig.kernel(XENHSA_KERNEL_NAME_VECTOR_ADD, sizeof(xenhsa_kernarg_vector_add));
-        float *a = rig.carve<float>(n);
-        float *b = rig.carve<float>(n);
-        float *c = rig.carve<float>(n);
-        auto *args = rig.carve<xenhsa_kernarg_vector_add>(batch);
-        amd_signal_t *done = rig.signal(1);
+        float* a = rig.carve<float>(n);
+        float* b = rig.carve<float>(n);
+        float* c = rig.carve<float>(n);
+        auto* args = rig.carve<xenhsa_kernarg_vector_add>(batch);
+        amd_signal_t* done = rig.signal(1);
         if (kernel && a && b && c && args && done) {
             for (uint32_t i = 0; i < n; ++i) {
                 a[i] = static_cast<float>(i);
@@ -92,8 +89,8 @@ bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size
                            reinterpret_cast<uintptr_t>(c + first), std::min(slice, n - first)};
             }
             if (rounds != 1) {
-                held = repeat_vector_add(h, report, rig, *kernel, {args, batch}, c, n, *done,
-                                         rounds);
+                held =
+                    repeat_vector_add(h, report, rig, *kernel, {args, batch}, c, n, *done, rounds);
             } else if (rig.submit("vector_add", rig.dispatch_spec(*kernel, args, n, done)) &&
                        rig.wait("vector_add", *done)) {
                 uint32_t wrong = 0;
@@ -108,8 +105,7 @@ bool vector_add(Harness &h, Report &report, uint32_t node, uint32_t n, std::size
     return held;
 }
 
-int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
-{
+int run_vecadd(const GlobalOptions& options, const GpuOptions& gpu) {
     Report report("vecadd");
     if (gpu.repeat != 1) {
         catch_stop_signals();
@@ -121,8 +117,7 @@ int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu)
     return report.finish();
 }
 
-int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu)
-{
+int run_saxpy(const GlobalOptions& options, const GpuOptions& gpu) {
     Report report("saxpy");
     Harness h(options, report);
     const auto node = open_gpu(h, report, gpu);
@@ -133,10 +128,10 @@ int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu)
     const uint32_t n = gpu.elements;
     if (rig.setup(2 * std::size_t{n} * sizeof(float) + 1024, *node)) {
         auto kernel = rig.kernel(XENHSA_KERNEL_NAME_SAXPY, sizeof(xenhsa_kernarg_saxpy));
-        float *x = rig.carve<float>(n);
-        float *y = rig.carve<float>(n);
-        auto *args = rig.carve<xenhsa_kernarg_saxpy>(1);
-        amd_signal_t *done = rig.signal(1);
+        float* x = rig.carve<float>(n);
+        float* y = rig.carve<float>(n);
+        auto* args = rig.carve<xenhsa_kernarg_saxpy>(1);
+        amd_signal_t* done = rig.signal(1);
         if (kernel && x && y && args && done) {
             std::vector<float> expect(n);
             for (uint32_t i = 0; i < n; ++i) {
@@ -162,8 +157,7 @@ int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu)
     return report.finish();
 }
 
-int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu)
-{
+int run_fill_checksum(const GlobalOptions& options, const GpuOptions& gpu) {
     Report report("fill-checksum");
     Harness h(options, report);
     const auto node = open_gpu(h, report, gpu);
@@ -175,12 +169,12 @@ int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu)
     if (rig.setup(std::size_t{n} * sizeof(uint32_t) + 1024, *node)) {
         auto fill = rig.kernel(XENHSA_KERNEL_NAME_FILL, sizeof(xenhsa_kernarg_fill));
         auto sum = rig.kernel(XENHSA_KERNEL_NAME_CHECKSUM, sizeof(xenhsa_kernarg_checksum));
-        uint32_t *words = rig.carve<uint32_t>(n);
-        uint64_t *result = rig.carve<uint64_t>(1);
-        auto *fill_args = rig.carve<xenhsa_kernarg_fill>(1);
-        auto *sum_args = rig.carve<xenhsa_kernarg_checksum>(1);
-        amd_signal_t *filled = rig.signal(1);
-        amd_signal_t *summed = rig.signal(1);
+        uint32_t* words = rig.carve<uint32_t>(n);
+        uint64_t* result = rig.carve<uint64_t>(1);
+        auto* fill_args = rig.carve<xenhsa_kernarg_fill>(1);
+        auto* sum_args = rig.carve<xenhsa_kernarg_checksum>(1);
+        amd_signal_t* filled = rig.signal(1);
+        amd_signal_t* summed = rig.signal(1);
         if (fill && sum && words && result && fill_args && sum_args && filled && summed) {
             *fill_args = {reinterpret_cast<uintptr_t>(words), n, gpu.value, 0};
             *sum_args = {reinterpret_cast<uintptr_t>(words), n,
@@ -208,8 +202,7 @@ int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu)
     return report.finish();
 }
 
-int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu)
-{
+int run_barrier_chain(const GlobalOptions& options, const GpuOptions& gpu) {
     Report report("barrier-chain");
     Harness h(options, report);
     const auto node = open_gpu(h, report, gpu);
@@ -222,17 +215,17 @@ int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu)
     if (rig.setup((links + 1) * std::size_t{n} * 4 + 64 * 4 * (links + 2) + 4096, *node)) {
         auto fill = rig.kernel(XENHSA_KERNEL_NAME_FILL, sizeof(xenhsa_kernarg_fill));
         auto copy = rig.kernel(XENHSA_KERNEL_NAME_COPY, sizeof(xenhsa_kernarg_copy));
-        std::vector<uint32_t *> bufs;
-        std::vector<amd_signal_t *> done;
+        std::vector<uint32_t*> bufs;
+        std::vector<amd_signal_t*> done;
         bool carved = fill && copy;
         for (uint32_t i = 0; carved && i <= links; ++i) {
             bufs.push_back(rig.carve<uint32_t>(n));
             done.push_back(rig.signal(1));
             carved = bufs.back() != nullptr && done.back() != nullptr;
         }
-        amd_signal_t *all_done = carved ? rig.signal(1) : nullptr;
-        auto *fill_args = carved ? rig.carve<xenhsa_kernarg_fill>(1) : nullptr;
-        auto *copy_args = carved ? rig.carve<xenhsa_kernarg_copy>(links) : nullptr;
+        amd_signal_t* all_done = carved ? rig.signal(1) : nullptr;
+        auto* fill_args = carved ? rig.carve<xenhsa_kernarg_fill>(1) : nullptr;
+        auto* copy_args = carved ? rig.carve<xenhsa_kernarg_copy>(links) : nullptr;
         if (carved && all_done && fill_args && copy_args) {
             *fill_args = {reinterpret_cast<uintptr_t>(bufs[0]), n, gpu.value, 0};
             bool ok = rig.submit("fill", rig.dispatch_spec(*fill, fill_args, n, done[0]));
@@ -259,7 +252,7 @@ int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu)
             }
             if (ok) {
                 uint32_t pending = 0;
-                for (amd_signal_t *s : done) {
+                for (amd_signal_t* s : done) {
                     pending += aql::signal_load(*s) == 0 ? 0 : 1;
                 }
                 report.check("all-links-signalled", pending == 0,
@@ -277,15 +270,14 @@ int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu)
     return report.finish();
 }
 
-int run_fault(const GlobalOptions &options, const GpuOptions &gpu)
-{
+int run_fault(const GlobalOptions& options, const GpuOptions& gpu) {
     Report report("fault");
     Harness h(options, report);
     const auto node = open_gpu(h, report, gpu);
     if (!node) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     auto error_event = client.event_create(XENHSA_EVENT_SIGNAL, *node, XENHSA_EVENT_MANUAL_RESET);
     if (!report.check("error-event-create", error_event)) {
         return report.finish();
@@ -294,10 +286,10 @@ int run_fault(const GlobalOptions &options, const GpuOptions &gpu)
     GpuRig rig(h, report);
     if (rig.setup(4096, *node, event)) {
         auto oob = rig.kernel(XENHSA_KERNEL_NAME_OOB_READ, sizeof(xenhsa_kernarg_oob_read));
-        uint32_t *src = rig.carve<uint32_t>(16);
-        uint32_t *dst = rig.carve<uint32_t>(1);
-        auto *args = rig.carve<xenhsa_kernarg_oob_read>(1);
-        amd_signal_t *done = rig.signal(1);
+        uint32_t* src = rig.carve<uint32_t>(16);
+        uint32_t* dst = rig.carve<uint32_t>(1);
+        auto* args = rig.carve<xenhsa_kernarg_oob_read>(1);
+        amd_signal_t* done = rig.signal(1);
         if (oob && src && dst && args && done) {
             // 1 GiB past src: inside the window, but nothing the GPU may reach.
             const uint64_t index = (1ull << 30) / 4;

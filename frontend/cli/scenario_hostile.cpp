@@ -1,12 +1,6 @@
 // `xenhsa-guest hostile --mode M`: a guest that breaks the rules on purpose. The backend
 // must answer with the right status (or disconnect, for ring-level violations) and keep
 // serving; every reply is still checked by the Client.
-#include "harness.hpp"
-#include "scenarios.hpp"
-
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/grant_list.hpp>
-
 #include <fmt/core.h>
 
 #include <array>
@@ -15,6 +9,11 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/grant_list.hpp>
+
+#include "harness.hpp"
+#include "scenarios.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -22,15 +21,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string status_text(const Result<Reply> &reply)
-{
+std::string status_text(const Result<Reply>& reply) {
     return reply ? xenhsa_status_name(reply.value().status) : describe(reply.error());
 }
 
 // One request that must be answered with `want`.
-bool expect_status(Report &report, Client &client, std::string_view name, uint32_t cmd,
-                   std::span<const std::byte> payload, uint32_t want)
-{
+bool expect_status(Report& report, Client& client, std::string_view name, uint32_t cmd,
+                   std::span<const std::byte> payload, uint32_t want) {
     auto reply = client.call(cmd, payload);
     return report.check(
         name, reply && reply.value().status == want,
@@ -38,21 +35,18 @@ bool expect_status(Report &report, Client &client, std::string_view name, uint32
 }
 
 template <class Wire>
-bool expect_status(Report &report, Client &client, std::string_view name, uint32_t cmd,
-                   const Wire &wire, uint32_t want)
-{
+bool expect_status(Report& report, Client& client, std::string_view name, uint32_t cmd,
+                   const Wire& wire, uint32_t want) {
     return expect_status(report, client, name, cmd, std::as_bytes(std::span(&wire, 1)), want);
 }
 
-void check_survives(Report &report, Harness &h)
-{
+void check_survives(Report& report, Harness& h) {
     report.check("session-survives", h.client().query_version());
     report.check("backend-alive", h.device().check_backend());
 }
 
-void overflow(Report &report, Harness &h)
-{
-    FrontRing &ring = h.device().ring();
+void overflow(Report& report, Harness& h) {
+    FrontRing& ring = h.device().ring();
     const uint32_t forced = ring.published() + ring.slots() + 5;
     report.info(fmt::format("forcing req_prod={} slots={}", forced, ring.slots()));
     ring.force_req_prod(forced);
@@ -73,9 +67,8 @@ void overflow(Report &report, Harness &h)
                             h.device().be_alive()));
 }
 
-void garbage(Report &report, Harness &h, const HostileOptions &hostile)
-{
-    Client &client = h.client();
+void garbage(Report& report, Harness& h, const HostileOptions& hostile) {
+    Client& client = h.client();
     std::mt19937 rng(hostile.seed);
     std::map<uint32_t, uint32_t> statuses;
     uint32_t failed = 0;
@@ -84,7 +77,7 @@ void garbage(Report &report, Harness &h, const HostileOptions &hostile)
         xenhsa_req_slot slot;
         for (std::size_t b = 0; b < sizeof slot; b += 4) {
             const uint32_t r = rng();
-            std::memcpy(reinterpret_cast<std::byte *>(&slot) + b, &r, 4);
+            std::memcpy(reinterpret_cast<std::byte*>(&slot) + b, &r, 4);
         }
         const uint32_t pick = rng() % 8;
         // Mostly known commands with the right length, so the payload checks run too.
@@ -115,9 +108,8 @@ void garbage(Report &report, Harness &h, const HostileOptions &hostile)
     check_survives(report, h);
 }
 
-void forged_handles(Report &report, Harness &h, const HostileOptions &hostile)
-{
-    Client &client = h.client();
+void forged_handles(Report& report, Harness& h, const HostileOptions& hostile) {
+    Client& client = h.client();
     const bool gpu = client.granted(XENHSA_FEATURE_GPU);
     const uint32_t gpu_status =
         gpu ? uint32_t{XENHSA_STATUS_BAD_HANDLE} : uint32_t{XENHSA_STATUS_UNSUPPORTED};
@@ -164,9 +156,8 @@ void forged_handles(Report &report, Harness &h, const HostileOptions &hostile)
     check_survives(report, h);
 }
 
-void bad_grefs(Report &report, Harness &h)
-{
-    Client &client = h.client();
+void bad_grefs(Report& report, Harness& h) {
+    Client& client = h.client();
     auto buffer = client.allocate(4);
     auto read_only = client.allocate(2, false);
     if (!report.check("allocate", buffer && read_only)) {
@@ -174,7 +165,7 @@ void bad_grefs(Report &report, Harness &h)
     }
     const auto refs = buffer.value().refs();
     std::vector<GrantRef> bogus(refs.begin(), refs.end());
-    for (GrantRef &r : bogus) {
+    for (GrantRef& r : bogus) {
         r += 1000000;
     }
     auto all_bad = make_map_req(buffer.value().va(), bogus, true, {});
@@ -218,14 +209,13 @@ void bad_grefs(Report &report, Harness &h)
     check_survives(report, h);
 }
 
-void va_outside(Report &report, Harness &h)
-{
-    Client &client = h.client();
+void va_outside(Report& report, Harness& h) {
+    Client& client = h.client();
     auto buffer = client.allocate(2);
     if (!report.check("allocate", buffer)) {
         return;
     }
-    const Session &s = *client.session();
+    const Session& s = *client.session();
     auto below = make_map_req(s.va_base - 2 * XENHSA_PAGE_SIZE, buffer.value().refs(), true, {});
     expect_status(report, client, "map-below-window", XENHSA_CMD_MAP, below.value(),
                   XENHSA_STATUS_BAD_ADDRESS);
@@ -249,10 +239,9 @@ void va_outside(Report &report, Harness &h)
     check_survives(report, h);
 }
 
-void doorbell_garbage(Report &report, Harness &h, const HostileOptions &hostile)
-{
+void doorbell_garbage(Report& report, Harness& h, const HostileOptions& hostile) {
     std::mt19937_64 rng(hostile.seed);
-    xenhsa_doorbell_page &page = h.device().doorbell_page();
+    xenhsa_doorbell_page& page = h.device().doorbell_page();
     for (uint32_t round = 0; round < std::max<uint32_t>(hostile.count / 50, 1); ++round) {
         for (uint32_t i = 0; i < XENHSA_DOORBELLS_PER_PAGE; ++i) {
             xenhsa_doorbell_ring(&page, i, rng());
@@ -265,8 +254,7 @@ void doorbell_garbage(Report &report, Harness &h, const HostileOptions &hostile)
 
 // Kicks without work, as fast as it can (XSA-332): the backend slows this guest's wake-ups
 // down and keeps serving it.
-void event_flood(Report &report, Harness &h, const HostileOptions &hostile)
-{
+void event_flood(Report& report, Harness& h, const HostileOptions& hostile) {
     const uint64_t kicks = uint64_t{std::max<uint32_t>(hostile.count, 1)} * 1000;
     const auto start = Clock::now();
     uint64_t sent = 0;
@@ -282,10 +270,9 @@ void event_flood(Report &report, Harness &h, const HostileOptions &hostile)
     check_survives(report, h);
 }
 
-void hello_again(Report &report, Harness &h)
-{
-    Client &client = h.client();
-    const Session &s = *client.session();
+void hello_again(Report& report, Harness& h) {
+    Client& client = h.client();
+    const Session& s = *client.session();
     for (int i = 0; i < 3; ++i) {
         const xenhsa_hello_req again{1, 1, XENHSA_FEATURES_V1, s.va_base, s.va_size};
         expect_status(report, client, fmt::format("hello-after-connected-{}", i), XENHSA_CMD_HELLO,
@@ -294,9 +281,8 @@ void hello_again(Report &report, Harness &h)
     check_survives(report, h);
 }
 
-void notify_scribble(Report &report, Harness &h)
-{
-    auto *page = reinterpret_cast<xenhsa_notify_page *>(h.device().notify_page().data());
+void notify_scribble(Report& report, Harness& h) {
+    auto* page = reinterpret_cast<xenhsa_notify_page*>(h.device().notify_page().data());
     // Our consumer index runs far ahead of the producer: the backend must count the page
     // as full and keep going.
     xenhsa_index_store(&page->cons, 0x80000000u);
@@ -307,15 +293,14 @@ void notify_scribble(Report &report, Harness &h)
 
 }  // namespace
 
-int run_hostile(const GlobalOptions &options, const HostileOptions &hostile)
-{
+int run_hostile(const GlobalOptions& options, const HostileOptions& hostile) {
     Report report("hostile-" + hostile.mode);
-    static const std::map<std::string, std::function<void(Report &, Harness &)>> kModes{
-        {"overflow", [](Report &r, Harness &h) { overflow(r, h); }},
-        {"bad-grefs", [](Report &r, Harness &h) { bad_grefs(r, h); }},
-        {"va-outside", [](Report &r, Harness &h) { va_outside(r, h); }},
-        {"hello-again", [](Report &r, Harness &h) { hello_again(r, h); }},
-        {"notify-scribble", [](Report &r, Harness &h) { notify_scribble(r, h); }},
+    static const std::map<std::string, std::function<void(Report&, Harness&)>> kModes{
+        {"overflow", [](Report& r, Harness& h) { overflow(r, h); }},
+        {"bad-grefs", [](Report& r, Harness& h) { bad_grefs(r, h); }},
+        {"va-outside", [](Report& r, Harness& h) { va_outside(r, h); }},
+        {"hello-again", [](Report& r, Harness& h) { hello_again(r, h); }},
+        {"notify-scribble", [](Report& r, Harness& h) { notify_scribble(r, h); }},
     };
     Harness h(options, report);
     if (!h.open()) {

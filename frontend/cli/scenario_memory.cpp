@@ -1,24 +1,21 @@
 // Memory scenarios: map (optionally held), lend, revoke of a lend, and a stress loop.
-#include "harness.hpp"
-#include "patterns.hpp"
-#include "scenarios.hpp"
-#include "stop_signal.hpp"
-
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/grant_list.hpp>
-#include <xenhsa/frontend/probe.hpp>
-
 #include <fmt/core.h>
 
 #include <array>
 #include <cstring>
 #include <vector>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/grant_list.hpp>
+#include <xenhsa/frontend/probe.hpp>
+
+#include "harness.hpp"
+#include "patterns.hpp"
+#include "scenarios.hpp"
+#include "stop_signal.hpp"
 
 namespace xenhsa::frontend::cli {
 
-
-int run_map(const GlobalOptions &options, const MapOptions &map)
-{
+int run_map(const GlobalOptions& options, const MapOptions& map) {
     Report report("map");
     if (map.hold) {
         catch_stop_signals();
@@ -27,7 +24,7 @@ int run_map(const GlobalOptions &options, const MapOptions &map)
     if (!h.open()) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     auto buffer = client.allocate(map.pages, !map.read_only);
     if (!report.check("allocate", buffer)) {
         return report.finish();
@@ -70,19 +67,18 @@ int run_map(const GlobalOptions &options, const MapOptions &map)
     return report.finish();
 }
 
-int run_lend(const GlobalOptions &options, const LendOptions &lend)
-{
+int run_lend(const GlobalOptions& options, const LendOptions& lend) {
     Report report("lend");
     Harness h(options, report);
     if (!h.open() || !h.require(XENHSA_FEATURE_LEND, "lend")) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     auto lent = client.lend(lend.pages, lend.writable);
     if (!report.check("lend", lent)) {
         return report.finish();
     }
-    LentBuffer &buf = lent.value();
+    LentBuffer& buf = lent.value();
     report.info(fmt::format("lend handle={:#x} va={:#x} pages={} writable={}", buf.handle, buf.va,
                             buf.npages, buf.writable));
     report.check("mapped-at-lent-va", reinterpret_cast<uintptr_t>(buf.data()) == buf.va);
@@ -106,19 +102,18 @@ int run_lend(const GlobalOptions &options, const LendOptions &lend)
     return report.finish();
 }
 
-int run_revoke(const GlobalOptions &options, const RevokeOptions &revoke)
-{
+int run_revoke(const GlobalOptions& options, const RevokeOptions& revoke) {
     Report report("revoke");
     Harness h(options, report);
     if (!h.open() || !h.require(XENHSA_FEATURE_LEND, "lend")) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     auto lent = client.lend(revoke.pages, true);
     if (!report.check("lend", lent)) {
         return report.finish();
     }
-    LentBuffer &buf = lent.value();
+    LentBuffer& buf = lent.value();
     fill_pattern({buf.data(), buf.size()}, 0x3000);
     report.info(fmt::format("lend handle={:#x} va={:#x} pages={}", buf.handle, buf.va, buf.npages));
     report.info(
@@ -168,14 +163,13 @@ int run_revoke(const GlobalOptions &options, const RevokeOptions &revoke)
     return report.finish();
 }
 
-int run_stress(const GlobalOptions &options, const StressOptions &stress)
-{
+int run_stress(const GlobalOptions& options, const StressOptions& stress) {
     Report report("stress");
     Harness h(options, report);
     if (!h.open()) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     const bool gpu = client.granted(XENHSA_FEATURE_GPU);
     const bool indirect = client.granted(XENHSA_FEATURE_INDIRECT);
     const uint64_t free_at_start = client.window().free_bytes();
@@ -184,7 +178,7 @@ int run_stress(const GlobalOptions &options, const StressOptions &stress)
     uint32_t failures = 0;
     uint32_t maps = 0;
     std::string first_failure;
-    auto note = [&](const char *what, const std::error_code &ec) {
+    auto note = [&](const char* what, const std::error_code& ec) {
         if (failures++ == 0) {
             first_failure = fmt::format("{}: {}", what, describe(ec));
         }

@@ -1,20 +1,19 @@
 // `xenhsa-guest reconnect`: the device goes through Closing/Closed and back to
 // Initialising, with new pages and a new port each time; optionally each round first
 // waits for the backend to die (be_alive drops to 0 when its worker is killed).
-#include "harness.hpp"
-#include "scenarios.hpp"
+#include <fmt/core.h>
 
 #include <xenhsa/frontend/errors.hpp>
 
-#include <fmt/core.h>
+#include "harness.hpp"
+#include "scenarios.hpp"
 
 namespace xenhsa::frontend::cli {
 
 namespace {
 
-void small_session(Report &report, Harness &h, uint32_t round)
-{
-    Client &client = h.client();
+void small_session(Report& report, Harness& h, uint32_t round) {
+    Client& client = h.client();
     report.check(fmt::format("round-{}-query", round), client.query_version());
     auto buffer = client.allocate(2);
     if (!report.check(fmt::format("round-{}-allocate", round), buffer)) {
@@ -28,8 +27,7 @@ void small_session(Report &report, Harness &h, uint32_t round)
 
 }  // namespace
 
-int run_reconnect(const GlobalOptions &options, const ReconnectOptions &reconnect)
-{
+int run_reconnect(const GlobalOptions& options, const ReconnectOptions& reconnect) {
     Report report("reconnect");
     Harness h(options, report);
     if (!h.open()) {

@@ -1,25 +1,23 @@
 // `xenhsa-guest selftest`: the smallest complete session.
-#include "harness.hpp"
-#include "scenarios.hpp"
-
-#include <xenhsa/frontend/errors.hpp>
-
 #include <fmt/core.h>
 
 #include <cstring>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "harness.hpp"
+#include "scenarios.hpp"
 
 namespace xenhsa::frontend::cli {
 
-int run_selftest(const GlobalOptions &options)
-{
+int run_selftest(const GlobalOptions& options) {
     Report report("selftest");
     Harness h(options, report);
     if (!h.open()) {
         return report.finish();
     }
-    Client &client = h.client();
+    Client& client = h.client();
     {
-        const Session &s = *client.session();
+        const Session& s = *client.session();
         report.check("hello-version", s.version == XENHSA_PROTO_VERSION,
                      fmt::format("version={}", s.version));
         report.check("hello-ring-slots",
@@ -44,7 +42,7 @@ int run_selftest(const GlobalOptions &options)
                 auto n = node.value();
                 n.marketing_name[sizeof n.marketing_name - 1] = 0;
                 report.info(fmt::format("node0 name=\"{}\" simd-cores={} local-mem={}",
-                                        reinterpret_cast<const char *>(n.marketing_name),
+                                        reinterpret_cast<const char*>(n.marketing_name),
                                         n.num_fcompute_cores, n.local_mem_size));
             }
         }

@@ -8,22 +8,21 @@
 // is refused with a status, never by breaking the session; the backend answers every one.
 // At the end everything is given back and nothing of the guest's may be left.
 // `--trace` prints each call as it runs (to replay a failing seed).
-#include "gpu_rig.hpp"
-#include "harness.hpp"
-#include "patterns.hpp"
-#include "scenarios.hpp"
-
-#include <xenhsa/hsa/builtin_kernels.h>
-#include <xenhsa/frontend/aql_queue.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <fmt/core.h>
+#include <xenhsa/hsa/builtin_kernels.h>
 
 #include <algorithm>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
+#include <xenhsa/frontend/aql_queue.hpp>
+#include <xenhsa/frontend/errors.hpp>
+
+#include "gpu_rig.hpp"
+#include "harness.hpp"
+#include "patterns.hpp"
+#include "scenarios.hpp"
 
 namespace xenhsa::frontend::cli {
 
@@ -54,15 +53,12 @@ enum class Expect : uint8_t { ok, refused };
 
 class Program {
 public:
-    Program(Harness &h, Report &report, uint32_t node, uint64_t seed, bool trace)
-        : h_(h), report_(report), node_(node), rng_(seed), trace_(trace)
-    {
-    }
+    Program(Harness& h, Report& report, uint32_t node, uint64_t seed, bool trace)
+        : h_(h), report_(report), node_(node), rng_(seed), trace_(trace) {}
 
-    bool setup()
-    {
-        auto arena = aql::GpuMemory::create(h_.client(), 2 + kFillWords * 4 / XENHSA_PAGE_SIZE,
-                                            node_);
+    bool setup() {
+        auto arena =
+            aql::GpuMemory::create(h_.client(), 2 + kFillWords * 4 / XENHSA_PAGE_SIZE, node_);
         if (!report_.check("sequence-arena", arena)) {
             return false;
         }
@@ -82,38 +78,54 @@ public:
     }
 
     // One call of the program; false when its answer broke the rules.
-    bool step(uint32_t i)
-    {
+    bool step(uint32_t i) {
         index_ = i;
         switch (rng_() % 20) {
-        case 0:
-        case 1: return map();
-        case 2: return unmap();
-        case 3:
-        case 4: return pin();
-        case 5: return unpin();
-        case 6: return map_to_gpu();
-        case 7: return unmap_from_gpu();
-        case 8: return alloc();
-        case 9: return free_alloc();
-        case 10: return lend();
-        case 11: return unlend();
-        case 12: return events();
-        case 13: return queue_create();
-        case 14: return queue_destroy();
-        case 15: return dispatch();
-        case 16: return forged();
-        case 17: return stale();
-        case 18: return pin_outside();
-        default: return unmap_pinned();
+            case 0:
+            case 1:
+                return map();
+            case 2:
+                return unmap();
+            case 3:
+            case 4:
+                return pin();
+            case 5:
+                return unpin();
+            case 6:
+                return map_to_gpu();
+            case 7:
+                return unmap_from_gpu();
+            case 8:
+                return alloc();
+            case 9:
+                return free_alloc();
+            case 10:
+                return lend();
+            case 11:
+                return unlend();
+            case 12:
+                return events();
+            case 13:
+                return queue_create();
+            case 14:
+                return queue_destroy();
+            case 15:
+                return dispatch();
+            case 16:
+                return forged();
+            case 17:
+                return stale();
+            case 18:
+                return pin_outside();
+            default:
+                return unmap_pinned();
         }
     }
 
     // Everything back, in an order the backend must accept.
-    bool finish()
-    {
+    bool finish() {
         bool ok = true;
-        for (auto &q : queues_) {
+        for (auto& q : queues_) {
             ok = expect("end-queue-destroy", q.destroy(), Expect::ok) && ok;
         }
         queues_.clear();
@@ -121,15 +133,16 @@ public:
             ok = expect("end-event-destroy", h_.client().event_destroy(e), Expect::ok) && ok;
         }
         events_.clear();
-        for (auto &p : pins_) {
+        for (auto& p : pins_) {
             if (p.gpu) {
-                ok = expect("end-unmap-from-gpu", h_.client().unmap_from_gpu(p.handle), Expect::ok) &&
+                ok = expect("end-unmap-from-gpu", h_.client().unmap_from_gpu(p.handle),
+                            Expect::ok) &&
                      ok;
             }
             ok = expect("end-unpin", h_.client().unpin(p.handle), Expect::ok) && ok;
         }
         pins_.clear();
-        for (auto &a : allocs_) {
+        for (auto& a : allocs_) {
             if (a.gpu) {
                 ok = expect("end-alloc-unmap", h_.client().unmap_from_gpu(a.handle), Expect::ok) &&
                      ok;
@@ -137,13 +150,13 @@ public:
             ok = expect("end-free", h_.client().free(a.handle), Expect::ok) && ok;
         }
         allocs_.clear();
-        for (auto &m : maps_) {
+        for (auto& m : maps_) {
             ok = check_pattern(m) && ok;
             ok = expect("end-unmap", h_.client().unmap(m.handle), Expect::ok) && ok;
             ok = expect("end-release", m.buffer.release(), Expect::ok) && ok;
         }
         maps_.clear();
-        for (auto &l : lends_) {
+        for (auto& l : lends_) {
             ok = expect("end-unlend", h_.client().unmap(l), Expect::ok) && ok;
         }
         lends_.clear();
@@ -156,8 +169,7 @@ public:
 
 private:
     template <class T>
-    bool expect(std::string_view call, const Result<T> &result, Expect expected)
-    {
+    bool expect(std::string_view call, const Result<T>& result, Expect expected) {
         if (trace_) {
             report_.info(fmt::format("call {} {} -> {}", index_, call,
                                      result ? std::string("ok") : describe(result.error())));
@@ -174,9 +186,9 @@ private:
         }
         const int64_t status = status_of(result.error());
         if (status < 0) {
-            return report_.check("sequence-answer", false,
-                                 fmt::format("call {} {}: {}", index_, call,
-                                             describe(result.error())));
+            return report_.check(
+                "sequence-answer", false,
+                fmt::format("call {} {}: {}", index_, call, describe(result.error())));
         }
         ++refused_;
         // A well-formed call may still meet a limit of this guest or of the backend.
@@ -187,24 +199,21 @@ private:
     }
 
     template <class Vec>
-    std::optional<std::size_t> pick(const Vec &v)
-    {
+    std::optional<std::size_t> pick(const Vec& v) {
         if (v.empty()) {
             return std::nullopt;
         }
         return static_cast<std::size_t>(rng_() % v.size());
     }
 
-    bool check_pattern(const MapRes &m)
-    {
+    bool check_pattern(const MapRes& m) {
         return has_pattern(m.buffer.bytes(), m.pattern) ||
                report_.check("sequence-pattern", false, fmt::format("call {}", index_));
     }
 
     void retire(Handle h) { dead_.push_back(h); }
 
-    bool map()
-    {
+    bool map() {
         auto buffer = h_.client().allocate(1 + rng_() % kMaxMapPages, true);
         if (!expect("allocate", buffer, Expect::ok) || !buffer) {
             return bool(h_.client().broken()) == false;
@@ -222,37 +231,35 @@ private:
         return true;
     }
 
-    bool unmap()
-    {
+    bool unmap() {
         auto i = pick(maps_);
         if (!i || maps_[*i].pins != 0) {
             return true;
         }
-        MapRes &m = maps_[*i];
+        MapRes& m = maps_[*i];
         bool ok = check_pattern(m) && expect("unmap", h_.client().unmap(m.handle), Expect::ok) &&
                   expect("release", m.buffer.release(), Expect::ok);
         retire(m.handle);
-        for (auto &p : pins_) {
+        for (auto& p : pins_) {
             p.map -= p.map > *i ? 1 : 0;
         }
         maps_.erase(maps_.begin() + static_cast<std::ptrdiff_t>(*i));
         return ok;
     }
 
-    bool pin()
-    {
+    bool pin() {
         auto i = pick(maps_);
         if (!i) {
             return true;
         }
-        MapRes &m = maps_[*i];
+        MapRes& m = maps_[*i];
         const std::size_t pages = m.buffer.pages();
         const std::size_t first = rng_() % pages;
         const std::size_t count = 1 + rng_() % (pages - first);
         const uint64_t va = m.buffer.va() + first * XENHSA_PAGE_SIZE;
         const uint64_t size = count * XENHSA_PAGE_SIZE;
         // One PIN per page (protocol 5.7): an overlapping one is refused.
-        const bool overlapping = std::any_of(pins_.begin(), pins_.end(), [&](const PinRes &p) {
+        const bool overlapping = std::any_of(pins_.begin(), pins_.end(), [&](const PinRes& p) {
             return va < p.va + p.size && p.va < va + size;
         });
         auto handle = h_.client().pin(va, size);
@@ -267,8 +274,7 @@ private:
         return true;
     }
 
-    bool unpin()
-    {
+    bool unpin() {
         auto i = pick(pins_);
         if (!i) {
             return true;
@@ -284,8 +290,7 @@ private:
         return ok;
     }
 
-    bool map_to_gpu()
-    {
+    bool map_to_gpu() {
         const uint64_t mask = uint64_t{1} << node_;
         if (rng_() % 2 == 0) {
             auto i = pick(pins_);
@@ -302,8 +307,7 @@ private:
         return true;
     }
 
-    bool unmap_from_gpu()
-    {
+    bool unmap_from_gpu() {
         if (auto i = pick(pins_); i && pins_[*i].gpu) {
             pins_[*i].gpu = false;
             return expect("unmap-from-gpu", h_.client().unmap_from_gpu(pins_[*i].handle),
@@ -317,8 +321,7 @@ private:
         return true;
     }
 
-    bool alloc()
-    {
+    bool alloc() {
         const uint64_t size = (1 + rng_() % 64) * XENHSA_PAGE_SIZE;
         auto r = h_.client().alloc(size, node_, 0);
         if (!expect("alloc", r, Expect::ok)) {
@@ -330,15 +333,14 @@ private:
         return true;
     }
 
-    bool free_alloc()
-    {
+    bool free_alloc() {
         auto i = pick(allocs_);
         if (!i) {
             return true;
         }
         AllocRes a = allocs_[*i];
-        if (a.gpu && !expect("alloc-unmap-from-gpu", h_.client().unmap_from_gpu(a.handle),
-                             Expect::ok)) {
+        if (a.gpu &&
+            !expect("alloc-unmap-from-gpu", h_.client().unmap_from_gpu(a.handle), Expect::ok)) {
             return false;
         }
         retire(a.handle);
@@ -346,8 +348,7 @@ private:
         return expect("free", h_.client().free(a.handle), Expect::ok);
     }
 
-    bool lend()
-    {
+    bool lend() {
         auto r = h_.client().lend(static_cast<uint32_t>(1 + rng_() % 8), true);
         if (!expect("lend", r, Expect::ok)) {
             return false;
@@ -359,8 +360,7 @@ private:
         return true;
     }
 
-    bool unlend()
-    {
+    bool unlend() {
         auto i = pick(lends_);
         if (!i) {
             return true;
@@ -371,45 +371,43 @@ private:
         return ok;
     }
 
-    bool events()
-    {
-        Client &client = h_.client();
+    bool events() {
+        Client& client = h_.client();
         auto i = pick(events_);
         switch (rng_() % 5) {
-        case 0: {
-            auto e = client.event_create(XENHSA_EVENT_SIGNAL, node_, rng_() % 4);
-            if (e) {
-                events_.push_back(e.value().handle);
+            case 0: {
+                auto e = client.event_create(XENHSA_EVENT_SIGNAL, node_, rng_() % 4);
+                if (e) {
+                    events_.push_back(e.value().handle);
+                }
+                return expect("event-create", e, Expect::ok);
             }
-            return expect("event-create", e, Expect::ok);
-        }
-        case 1:
-            return !i || expect("event-set", client.event_set(events_[*i]), Expect::ok);
-        case 2:
-            return !i || expect("event-reset", client.event_reset(events_[*i]), Expect::ok);
-        case 3: {
-            if (!i) {
-                return true;
+            case 1:
+                return !i || expect("event-set", client.event_set(events_[*i]), Expect::ok);
+            case 2:
+                return !i || expect("event-reset", client.event_reset(events_[*i]), Expect::ok);
+            case 3: {
+                if (!i) {
+                    return true;
+                }
+                const Handle wait[] = {events_[*i]};
+                auto r = client.event_wait(wait, false, static_cast<uint32_t>(rng_() % 3));
+                const bool timed_out = !r && status_of(r.error()) == XENHSA_STATUS_TIMEOUT;
+                return timed_out || expect("event-wait", r, Expect::ok);
             }
-            const Handle wait[] = {events_[*i]};
-            auto r = client.event_wait(wait, false, static_cast<uint32_t>(rng_() % 3));
-            const bool timed_out = !r && status_of(r.error()) == XENHSA_STATUS_TIMEOUT;
-            return timed_out || expect("event-wait", r, Expect::ok);
-        }
-        default: {
-            if (!i) {
-                return true;
+            default: {
+                if (!i) {
+                    return true;
+                }
+                const Handle e = events_[*i];
+                events_.erase(events_.begin() + static_cast<std::ptrdiff_t>(*i));
+                retire(e);
+                return expect("event-destroy", client.event_destroy(e), Expect::ok);
             }
-            const Handle e = events_[*i];
-            events_.erase(events_.begin() + static_cast<std::ptrdiff_t>(*i));
-            retire(e);
-            return expect("event-destroy", client.event_destroy(e), Expect::ok);
-        }
         }
     }
 
-    bool queue_create()
-    {
+    bool queue_create() {
         if (queues_.size() >= 4) {
             return true;
         }
@@ -426,8 +424,7 @@ private:
         return true;
     }
 
-    bool queue_destroy()
-    {
+    bool queue_destroy() {
         auto i = pick(queues_);
         if (!i) {
             return true;
@@ -439,8 +436,7 @@ private:
     }
 
     // fill on a live queue, waited for and checked.
-    bool dispatch()
-    {
+    bool dispatch() {
         auto i = pick(queues_);
         if (!i) {
             return true;
@@ -471,61 +467,66 @@ private:
     }
 
     // A handle the backend never issued, on a call that takes one.
-    bool forged()
-    {
+    bool forged() {
         const Handle h = (rng_() << 1) | 1;
-        Client &client = h_.client();
+        Client& client = h_.client();
         switch (rng_() % 6) {
-        case 0: return expect("forged-unmap", client.unmap(h), Expect::refused);
-        case 1: return expect("forged-unpin", client.unpin(h), Expect::refused);
-        case 2: return expect("forged-map-to-gpu", client.map_to_gpu(h, 1), Expect::refused);
-        case 3: return expect("forged-free", client.free(h), Expect::refused);
-        case 4: return expect("forged-event-set", client.event_set(h), Expect::refused);
-        default: return expect("forged-queue-destroy", client.queue_destroy(h), Expect::refused);
+            case 0:
+                return expect("forged-unmap", client.unmap(h), Expect::refused);
+            case 1:
+                return expect("forged-unpin", client.unpin(h), Expect::refused);
+            case 2:
+                return expect("forged-map-to-gpu", client.map_to_gpu(h, 1), Expect::refused);
+            case 3:
+                return expect("forged-free", client.free(h), Expect::refused);
+            case 4:
+                return expect("forged-event-set", client.event_set(h), Expect::refused);
+            default:
+                return expect("forged-queue-destroy", client.queue_destroy(h), Expect::refused);
         }
     }
 
     // A handle this program already gave back: never reused, so refused.
-    bool stale()
-    {
+    bool stale() {
         auto i = pick(dead_);
         if (!i) {
             return true;
         }
         const Handle h = dead_[*i];
-        Client &client = h_.client();
+        Client& client = h_.client();
         switch (rng_() % 4) {
-        case 0: return expect("stale-unmap", client.unmap(h), Expect::refused);
-        case 1: return expect("stale-unpin", client.unpin(h), Expect::refused);
-        case 2: return expect("stale-event-destroy", client.event_destroy(h), Expect::refused);
-        default: return expect("stale-free", client.free(h), Expect::refused);
+            case 0:
+                return expect("stale-unmap", client.unmap(h), Expect::refused);
+            case 1:
+                return expect("stale-unpin", client.unpin(h), Expect::refused);
+            case 2:
+                return expect("stale-event-destroy", client.event_destroy(h), Expect::refused);
+            default:
+                return expect("stale-free", client.free(h), Expect::refused);
         }
     }
 
     // PIN of a range no MAP covers: past the window, or a misaligned piece of a MAP.
-    bool pin_outside()
-    {
+    bool pin_outside() {
         if (auto i = pick(maps_); i && rng_() % 2 == 0) {
             const uint64_t va = maps_[*i].buffer.va() + 1 + rng_() % (XENHSA_PAGE_SIZE - 1);
-            return expect("pin-misaligned", h_.client().pin(va, XENHSA_PAGE_SIZE),
-                          Expect::refused);
+            return expect("pin-misaligned", h_.client().pin(va, XENHSA_PAGE_SIZE), Expect::refused);
         }
         const uint64_t va = (rng_() % (uint64_t{1} << 40)) & ~uint64_t{XENHSA_PAGE_SIZE - 1};
         return expect("pin-unmapped", h_.client().pin(va, XENHSA_PAGE_SIZE), Expect::refused);
     }
 
     // UNMAP of a MAP under a live PIN: BAD_STATE (protocol 5.5).
-    bool unmap_pinned()
-    {
+    bool unmap_pinned() {
         if (pins_.empty()) {
             return true;
         }
-        const PinRes &p = pins_[rng_() % pins_.size()];
+        const PinRes& p = pins_[rng_() % pins_.size()];
         return expect("unmap-pinned", h_.client().unmap(maps_[p.map].handle), Expect::refused);
     }
 
-    Harness &h_;
-    Report &report_;
+    Harness& h_;
+    Report& report_;
     uint32_t node_;
     std::mt19937_64 rng_;
     bool trace_;
@@ -534,9 +535,9 @@ private:
     uint32_t succeeded_ = 0;
     aql::GpuMemory arena_;
     xenhsa_kernel_info fill_{};
-    uint32_t *words_ = nullptr;
-    xenhsa_kernarg_fill *args_ = nullptr;
-    amd_signal_t *done_ = nullptr;
+    uint32_t* words_ = nullptr;
+    xenhsa_kernarg_fill* args_ = nullptr;
+    amd_signal_t* done_ = nullptr;
     std::vector<MapRes> maps_;
     std::vector<PinRes> pins_;
     std::vector<AllocRes> allocs_;
@@ -548,8 +549,7 @@ private:
 
 }  // namespace
 
-int run_sequence(const GlobalOptions &options, const SequenceOptions &sequence)
-{
+int run_sequence(const GlobalOptions& options, const SequenceOptions& sequence) {
     Report report("sequence");
     Harness h(options, report);
     const auto node = open_gpu(h, report, GpuOptions{});

@@ -3,62 +3,62 @@
 #ifndef XENHSA_FRONTEND_CLI_SCENARIOS_HPP
 #define XENHSA_FRONTEND_CLI_SCENARIOS_HPP
 
-#include "options.hpp"
-
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "options.hpp"
+
 namespace xenhsa::frontend::cli {
 
 // Handshake, HELLO, QUERY, a small MAP/PIN/UNPIN/UNMAP, close.
-int run_selftest(const GlobalOptions &options);
-int run_topology(const GlobalOptions &options);
+int run_selftest(const GlobalOptions& options);
+int run_topology(const GlobalOptions& options);
 
 struct ReconnectOptions {
     uint32_t rounds = 2;
     bool wait_for_backend_death = false;  // each round: wait until the backend goes away
 };
 // Rounds of: a small session, then GuestDevice::reconnect() (new pages, new port).
-int run_reconnect(const GlobalOptions &options, const ReconnectOptions &reconnect);
+int run_reconnect(const GlobalOptions& options, const ReconnectOptions& reconnect);
 
 struct MapOptions {
     uint32_t pages = 16;
     bool hold = false;  // keep the mapping until SIGTERM/SIGINT
     bool read_only = false;
 };
-int run_map(const GlobalOptions &options, const MapOptions &map);
+int run_map(const GlobalOptions& options, const MapOptions& map);
 
 struct LendOptions {
     uint32_t pages = 4;
     bool writable = true;
 };
-int run_lend(const GlobalOptions &options, const LendOptions &lend);
+int run_lend(const GlobalOptions& options, const LendOptions& lend);
 
 struct RevokeOptions {
     uint32_t pages = 4;
     uint32_t wait_ms = 60000;  // for the REVOKED notification
 };
-int run_revoke(const GlobalOptions &options, const RevokeOptions &revoke);
+int run_revoke(const GlobalOptions& options, const RevokeOptions& revoke);
 
 struct StressOptions {
     uint32_t iterations = 20;
     uint32_t max_pages = 3000;
 };
-int run_stress(const GlobalOptions &options, const StressOptions &stress);
+int run_stress(const GlobalOptions& options, const StressOptions& stress);
 
 struct ChurnOptions {
     uint32_t rounds = 0;  // 0: until SIGTERM/SIGINT
     uint32_t seed = 1;
 };
-int run_churn(const GlobalOptions &options, const ChurnOptions &churn);
+int run_churn(const GlobalOptions& options, const ChurnOptions& churn);
 
 struct SequenceOptions {
     uint64_t seed = 1;
     uint32_t calls = 200;
     bool trace = false;  // print each call and its answer
 };
-int run_sequence(const GlobalOptions &options, const SequenceOptions &sequence);
+int run_sequence(const GlobalOptions& options, const SequenceOptions& sequence);
 
 struct GpuOptions {
     std::optional<uint32_t> node;  // default: the first node with GPU cores
@@ -68,21 +68,21 @@ struct GpuOptions {
     uint32_t links = 4;            // barrier-chain
     uint32_t repeat = 1;           // vecadd rounds; 0: until SIGTERM/SIGINT
 };
-int run_vecadd(const GlobalOptions &options, const GpuOptions &gpu);
-int run_saxpy(const GlobalOptions &options, const GpuOptions &gpu);
-int run_fill_checksum(const GlobalOptions &options, const GpuOptions &gpu);
-int run_barrier_chain(const GlobalOptions &options, const GpuOptions &gpu);
-int run_fault(const GlobalOptions &options, const GpuOptions &gpu);
+int run_vecadd(const GlobalOptions& options, const GpuOptions& gpu);
+int run_saxpy(const GlobalOptions& options, const GpuOptions& gpu);
+int run_fill_checksum(const GlobalOptions& options, const GpuOptions& gpu);
+int run_barrier_chain(const GlobalOptions& options, const GpuOptions& gpu);
+int run_fault(const GlobalOptions& options, const GpuOptions& gpu);
 
 struct DemoOptions {
-    uint32_t pages = 64;        // the MAPped buffer
+    uint32_t pages = 64;  // the MAPped buffer
     uint32_t lend_pages = 4;
-    uint32_t elements = 4096;   // vector_add
-    uint32_t wait_ms = 60000;   // for the operator's revoke
+    uint32_t elements = 4096;  // vector_add
+    uint32_t wait_ms = 60000;  // for the operator's revoke
 };
 // script/demo's guest: MAP, vector_add on mapped memory, LEND, then wait for the
 // operator's revoke and check the lent pages fault.
-int run_demo(const GlobalOptions &options, const DemoOptions &demo);
+int run_demo(const GlobalOptions& options, const DemoOptions& demo);
 
 struct HostileOptions {
     std::string mode;  // overflow, garbage, forged-handle, bad-grefs, va-outside,
@@ -90,7 +90,7 @@ struct HostileOptions {
     uint32_t count = 200;
     uint32_t seed = 1;
 };
-int run_hostile(const GlobalOptions &options, const HostileOptions &hostile);
+int run_hostile(const GlobalOptions& options, const HostileOptions& hostile);
 
 }  // namespace xenhsa::frontend::cli
 

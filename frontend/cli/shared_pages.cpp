@@ -9,25 +9,23 @@ namespace xenhsa::frontend::cli {
 
 namespace {
 
-std::byte *map_shared(int fd, std::size_t bytes)
-{
-    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    return p == MAP_FAILED ? nullptr : static_cast<std::byte *>(p);
+std::byte* map_shared(int fd, std::size_t bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
 }
 
 }  // namespace
 
-Result<SharedPages> SharedPages::create(std::size_t bytes)
-{
+Result<SharedPages> SharedPages::create(std::size_t bytes) {
     const int fd = memfd_create("xenhsa-ring", MFD_CLOEXEC);
     if (fd < 0) {
         return std::error_code(errno, std::generic_category());
     }
     std::error_code err;
-    std::byte *guest = nullptr;
-    std::byte *peer = nullptr;
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 || (guest = map_shared(fd, bytes)) == nullptr ||
-        (peer = map_shared(fd, bytes)) == nullptr) {
+    std::byte* guest = nullptr;
+    std::byte* peer = nullptr;
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0 ||
+        (guest = map_shared(fd, bytes)) == nullptr || (peer = map_shared(fd, bytes)) == nullptr) {
         err = std::error_code(errno, std::generic_category());
     }
     close(fd);  // the mappings keep the pages
@@ -40,15 +38,13 @@ Result<SharedPages> SharedPages::create(std::size_t bytes)
     return SharedPages(guest, peer, bytes);
 }
 
-SharedPages::SharedPages(SharedPages &&other) noexcept
-    : guest_(other.guest_), peer_(other.peer_), bytes_(other.bytes_)
-{
+SharedPages::SharedPages(SharedPages&& other) noexcept
+    : guest_(other.guest_), peer_(other.peer_), bytes_(other.bytes_) {
     other.guest_ = nullptr;
     other.peer_ = nullptr;
 }
 
-SharedPages::~SharedPages()
-{
+SharedPages::~SharedPages() {
     if (guest_ != nullptr) {
         munmap(guest_, bytes_);
     }

@@ -9,15 +9,11 @@ namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
 
-void on_stop(int)
-{
-    g_stop = 1;
-}
+void on_stop(int) { g_stop = 1; }
 
 }  // namespace
 
-void catch_stop_signals()
-{
+void catch_stop_signals() {
     struct sigaction act;
     std::memset(&act, 0, sizeof act);
     act.sa_handler = on_stop;
@@ -26,9 +22,6 @@ void catch_stop_signals()
     sigaction(SIGINT, &act, nullptr);
 }
 
-bool stop_requested()
-{
-    return g_stop != 0;
-}
+bool stop_requested() { return g_stop != 0; }
 
 }  // namespace xenhsa::frontend::cli

@@ -1,24 +1,19 @@
-#include <xenhsa/frontend/aql_queue.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <xenhsa/frontend/aql_queue.hpp>
+#include <xenhsa/frontend/errors.hpp>
 
 namespace xenhsa::frontend::aql {
 
 namespace {
 
-std::error_code sys_error(int e)
-{
-    return {e, std::generic_category()};
-}
+std::error_code sys_error(int e) { return {e, std::generic_category()}; }
 
 }  // namespace
 
-Result<std::optional<uint32_t>> find_gpu_node(Client &client)
-{
+Result<std::optional<uint32_t>> find_gpu_node(Client& client) {
     auto system = client.query_system();
     if (!system) {
         return system.error();
@@ -36,8 +31,7 @@ Result<std::optional<uint32_t>> find_gpu_node(Client &client)
     return std::optional<uint32_t>{};
 }
 
-Result<GpuMemory> GpuMemory::create(Client &client, std::size_t pages, uint32_t node)
-{
+Result<GpuMemory> GpuMemory::create(Client& client, std::size_t pages, uint32_t node) {
     if (node >= 64) {
         return sys_error(EINVAL);
     }
@@ -69,8 +63,7 @@ Result<GpuMemory> GpuMemory::create(Client &client, std::size_t pages, uint32_t 
     return memory;
 }
 
-Result<std::byte *> GpuMemory::carve(std::size_t bytes, std::size_t align)
-{
+Result<std::byte*> GpuMemory::carve(std::size_t bytes, std::size_t align) {
     if (align == 0 || (align & (align - 1)) != 0) {
         return sys_error(EINVAL);
     }
@@ -83,8 +76,7 @@ Result<std::byte *> GpuMemory::carve(std::size_t bytes, std::size_t align)
     return data() + at;
 }
 
-Result<void> GpuMemory::release(Client &client)
-{
+Result<void> GpuMemory::release(Client& client) {
     if (gpu_mapped_) {
         if (auto r = client.unmap_from_gpu(pin_); !r) {
             return r;
@@ -108,8 +100,7 @@ Result<void> GpuMemory::release(Client &client)
     return boost::outcome_v2::success();
 }
 
-Result<AqlQueue> AqlQueue::create(Client &client, const QueueOptions &options)
-{
+Result<AqlQueue> AqlQueue::create(Client& client, const QueueOptions& options) {
     const uint64_t ring_size = uint64_t{options.packets} * kPacketSize;
     if (ring_size < XENHSA_QUEUE_RING_MIN || ring_size > XENHSA_QUEUE_RING_MAX ||
         (options.packets & (options.packets - 1)) != 0) {
@@ -133,8 +124,8 @@ Result<AqlQueue> AqlQueue::create(Client &client, const QueueOptions &options)
     for (uint32_t i = 0; i < options.packets; ++i) {
         invalidate(ring.value() + std::size_t{i} * kPacketSize);
     }
-    queue.rptr_ = reinterpret_cast<uint64_t *>(pointers.value());
-    queue.wptr_ = reinterpret_cast<uint64_t *>(pointers.value() + 64);
+    queue.rptr_ = reinterpret_cast<uint64_t*>(pointers.value());
+    queue.wptr_ = reinterpret_cast<uint64_t*>(pointers.value() + 64);
     __atomic_store_n(queue.rptr_, uint64_t{0}, __ATOMIC_RELEASE);
     __atomic_store_n(queue.wptr_, uint64_t{0}, __ATOMIC_RELEASE);
 
@@ -157,18 +148,15 @@ Result<AqlQueue> AqlQueue::create(Client &client, const QueueOptions &options)
     return queue;
 }
 
-uint64_t AqlQueue::read_index() const noexcept
-{
+uint64_t AqlQueue::read_index() const noexcept {
     return rptr_ == nullptr ? 0 : __atomic_load_n(rptr_, __ATOMIC_ACQUIRE);
 }
 
-void *AqlQueue::slot(uint64_t index) const noexcept
-{
+void* AqlQueue::slot(uint64_t index) const noexcept {
     return memory_.data() + (index & (packets_ - 1)) * kPacketSize;
 }
 
-Result<uint64_t> AqlQueue::reserve(std::chrono::milliseconds timeout)
-{
+Result<uint64_t> AqlQueue::reserve(std::chrono::milliseconds timeout) {
     if (client_ == nullptr || handle_ == 0) {
         return Errc::not_connected;
     }
@@ -194,8 +182,7 @@ Result<uint64_t> AqlQueue::reserve(std::chrono::milliseconds timeout)
     }
 }
 
-Result<void> AqlQueue::submit(uint64_t index)
-{
+Result<void> AqlQueue::submit(uint64_t index) {
     if (client_ == nullptr || handle_ == 0) {
         return Errc::not_connected;
     }
@@ -205,15 +192,14 @@ Result<void> AqlQueue::submit(uint64_t index)
         __atomic_store_n(wptr_, id, __ATOMIC_RELEASE);
         current = id;
     }
-    Link &link = client_->link();
+    Link& link = client_->link();
     if (xenhsa_doorbell_ring(&link.doorbell_page(), doorbell_, current) != 0) {
         return link.kick();
     }
     return boost::outcome_v2::success();
 }
 
-Result<uint64_t> AqlQueue::dispatch(const DispatchSpec &spec, std::chrono::milliseconds timeout)
-{
+Result<uint64_t> AqlQueue::dispatch(const DispatchSpec& spec, std::chrono::milliseconds timeout) {
     auto index = reserve(timeout);
     if (!index) {
         return index;
@@ -225,8 +211,7 @@ Result<uint64_t> AqlQueue::dispatch(const DispatchSpec &spec, std::chrono::milli
     return index;
 }
 
-Result<uint64_t> AqlQueue::barrier_and(const BarrierSpec &spec, std::chrono::milliseconds timeout)
-{
+Result<uint64_t> AqlQueue::barrier_and(const BarrierSpec& spec, std::chrono::milliseconds timeout) {
     auto index = reserve(timeout);
     if (!index) {
         return index;
@@ -238,8 +223,7 @@ Result<uint64_t> AqlQueue::barrier_and(const BarrierSpec &spec, std::chrono::mil
     return index;
 }
 
-Result<uint64_t> AqlQueue::barrier_or(const BarrierSpec &spec, std::chrono::milliseconds timeout)
-{
+Result<uint64_t> AqlQueue::barrier_or(const BarrierSpec& spec, std::chrono::milliseconds timeout) {
     auto index = reserve(timeout);
     if (!index) {
         return index;
@@ -251,8 +235,7 @@ Result<uint64_t> AqlQueue::barrier_or(const BarrierSpec &spec, std::chrono::mill
     return index;
 }
 
-Result<void> AqlQueue::destroy()
-{
+Result<void> AqlQueue::destroy() {
     if (client_ == nullptr) {
         return boost::outcome_v2::success();
     }

@@ -1,18 +1,14 @@
-#include <xenhsa/frontend/buffers.hpp>
-
 #include <utility>
+#include <xenhsa/frontend/buffers.hpp>
 
 namespace xenhsa::frontend {
 
-GuestBuffer::GuestBuffer(GuestBuffer &&other) noexcept
+GuestBuffer::GuestBuffer(GuestBuffer&& other) noexcept
     : window_(std::exchange(other.window_, nullptr)),
       va_(std::exchange(other.va_, 0)),
-      pages_(std::move(other.pages_))
-{
-}
+      pages_(std::move(other.pages_)) {}
 
-GuestBuffer &GuestBuffer::operator=(GuestBuffer &&other) noexcept
-{
+GuestBuffer& GuestBuffer::operator=(GuestBuffer&& other) noexcept {
     if (this != &other) {
         reset();
         window_ = std::exchange(other.window_, nullptr);
@@ -22,8 +18,7 @@ GuestBuffer &GuestBuffer::operator=(GuestBuffer &&other) noexcept
     return *this;
 }
 
-Result<void> GuestBuffer::release() noexcept
-{
+Result<void> GuestBuffer::release() noexcept {
     if (pages_.data() == nullptr) {
         return boost::outcome_v2::success();
     }
@@ -39,8 +34,7 @@ Result<void> GuestBuffer::release() noexcept
     return boost::outcome_v2::success();
 }
 
-void GuestBuffer::reset() noexcept
-{
+void GuestBuffer::reset() noexcept {
     if (!release()) {
         pages_ = xen::SharedPages{};  // left to the hypervisor; the VA stays used
     }

@@ -1,11 +1,10 @@
 // Client: the request/response transport over the ring, handles, notifications.
-#include <xenhsa/frontend/client.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <xenhsa/frontend/client.hpp>
+#include <xenhsa/frontend/errors.hpp>
 
 #include "client_detail.hpp"
 
@@ -16,16 +15,17 @@ using detail::Clock;
 using detail::kPollSlice;
 using detail::sys_error;
 
-Client::Client(Link &link, xen::GrantSharer &sharer, xen::GrantMapper &mapper,
+Client::Client(Link& link, xen::GrantSharer& sharer, xen::GrantMapper& mapper,
                ClientOptions options)
-    : link_(link), sharer_(sharer), mapper_(mapper), options_(options), notify_(link.notify_page())
-{
-}
+    : link_(link),
+      sharer_(sharer),
+      mapper_(mapper),
+      options_(options),
+      notify_(link.notify_page()) {}
 
 Client::~Client() = default;
 
-std::error_code Client::fail_broken() noexcept
-{
+std::error_code Client::fail_broken() noexcept {
     if (!broken_) {
         broken_ = true;
         link_.mark_broken();
@@ -33,8 +33,7 @@ std::error_code Client::fail_broken() noexcept
     return Errc::backend_broken;
 }
 
-uint32_t Client::next_seqno() noexcept
-{
+uint32_t Client::next_seqno() noexcept {
     // Unique among outstanding requests and replies not yet taken (2.5).
     do {
         ++seqno_;
@@ -42,12 +41,11 @@ uint32_t Client::next_seqno() noexcept
     return seqno_;
 }
 
-Result<uint32_t> Client::submit(const SentRequest &sent, const xenhsa_req_slot *raw)
-{
+Result<uint32_t> Client::submit(const SentRequest& sent, const xenhsa_req_slot* raw) {
     if (broken_) {
         return Errc::backend_broken;
     }
-    FrontRing &ring = link_.ring();
+    FrontRing& ring = link_.ring();
     const auto deadline = Clock::now() + options_.timeout;
     while (ring.outstanding() >= ring.slots()) {  // no credit: wait for a response
         if (auto d = drain(); !d) {
@@ -87,12 +85,11 @@ Result<uint32_t> Client::submit(const SentRequest &sent, const xenhsa_req_slot *
     return seqno;
 }
 
-Result<void> Client::drain()
-{
+Result<void> Client::drain() {
     if (broken_) {
         return Errc::backend_broken;
     }
-    FrontRing &ring = link_.ring();
+    FrontRing& ring = link_.ring();
     for (;;) {
         auto popped = ring.pop();
         if (!popped) {
@@ -101,7 +98,7 @@ Result<void> Client::drain()
         if (!popped.value()) {
             break;
         }
-        const xenhsa_rsp_slot &rsp = *popped.value();
+        const xenhsa_rsp_slot& rsp = *popped.value();
         auto it = outstanding_.find(rsp.hdr.seqno);
         if (it == outstanding_.end() || check_response(rsp, it->second.sent) != XENHSA_STATUS_OK) {
             return fail_broken();
@@ -120,7 +117,7 @@ Result<void> Client::drain()
     if (!records) {
         return fail_broken();
     }
-    for (const xenhsa_notify &record : records.value()) {
+    for (const xenhsa_notify& record : records.value()) {
         if (auto h = handle_notify(record); !h) {
             return h;
         }
@@ -128,8 +125,7 @@ Result<void> Client::drain()
     return boost::outcome_v2::success();
 }
 
-Result<void> Client::handle_notify(const xenhsa_notify &record)
-{
+Result<void> Client::handle_notify(const xenhsa_notify& record) {
     if (record.type == XENHSA_NOTIFY_REVOKED) {
         // A REVOKED for a LEND already unmapped crossed our UNMAP: nothing to do.
         auto it = lends_.find(record.handle);
@@ -153,14 +149,13 @@ Result<void> Client::handle_notify(const xenhsa_notify &record)
     return boost::outcome_v2::success();
 }
 
-bool Client::poll_for_responses(Clock::time_point deadline) const noexcept
-{
+bool Client::poll_for_responses(Clock::time_point deadline) const noexcept {
     // An answer usually follows its request within microseconds, sooner than a kick and a
     // wake-up would bring it; the backend is not asked to kick meanwhile. Past the first
     // few microseconds the worker may be waiting for this very core (more runnable threads
     // than cores): the poll yields it between looks.
     constexpr auto kPureSpin = std::chrono::microseconds(5);
-    const FrontRing &ring = link_.ring();
+    const FrontRing& ring = link_.ring();
     const auto start = Clock::now();
     const auto until = std::min(start + options_.reply_spin, deadline);
     for (uint32_t round = 0;; ++round) {
@@ -183,14 +178,12 @@ bool Client::poll_for_responses(Clock::time_point deadline) const noexcept
     }
 }
 
-Result<Reply> Client::receive(uint32_t seqno)
-{
+Result<Reply> Client::receive(uint32_t seqno) {
     return receive(seqno, Clock::now() + options_.timeout);
 }
 
-Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline)
-{
-    FrontRing &ring = link_.ring();
+Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline) {
+    FrontRing& ring = link_.ring();
     for (;;) {
         if (auto d = drain(); !d) {
             return d.error();
@@ -225,24 +218,21 @@ Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline)
     }
 }
 
-Result<uint32_t> Client::send(uint32_t cmd, std::span<const std::byte> payload)
-{
+Result<uint32_t> Client::send(uint32_t cmd, std::span<const std::byte> payload) {
     if (payload.size() > XENHSA_SLOT_PAYLOAD_MAX) {
         return sys_error(EMSGSIZE);
     }
     return submit(SentRequest{cmd, Payload::of(payload)}, nullptr);
 }
 
-Result<uint32_t> Client::send_raw(const xenhsa_req_slot &slot)
-{
+Result<uint32_t> Client::send_raw(const xenhsa_req_slot& slot) {
     // The payload check needs the request as the backend will see it.
     SentRequest sent{slot.hdr.cmd, Payload::of(std::as_bytes(std::span(slot.payload))),
                      xenhsa_check_req(&slot) == XENHSA_STATUS_OK};
     return submit(sent, &slot);
 }
 
-Result<Reply> Client::call(uint32_t cmd, std::span<const std::byte> payload)
-{
+Result<Reply> Client::call(uint32_t cmd, std::span<const std::byte> payload) {
     auto seqno = send(cmd, payload);
     if (!seqno) {
         return seqno.error();
@@ -250,8 +240,7 @@ Result<Reply> Client::call(uint32_t cmd, std::span<const std::byte> payload)
     return receive(seqno.value());
 }
 
-Result<Reply> Client::call_raw(const xenhsa_req_slot &slot)
-{
+Result<Reply> Client::call_raw(const xenhsa_req_slot& slot) {
     auto seqno = send_raw(slot);
     if (!seqno) {
         return seqno.error();
@@ -259,8 +248,7 @@ Result<Reply> Client::call_raw(const xenhsa_req_slot &slot)
     return receive(seqno.value());
 }
 
-Result<Reply> Client::expect_ok(uint32_t cmd, std::span<const std::byte> payload)
-{
+Result<Reply> Client::expect_ok(uint32_t cmd, std::span<const std::byte> payload) {
     auto reply = call(cmd, payload);
     if (!reply) {
         return reply.error();
@@ -271,8 +259,7 @@ Result<Reply> Client::expect_ok(uint32_t cmd, std::span<const std::byte> payload
     return reply;
 }
 
-Result<void> Client::add_handle(Handle handle, HandleKind kind)
-{
+Result<void> Client::add_handle(Handle handle, HandleKind kind) {
     // The backend never reuses a handle value within a connection (3.6).
     if (!handles_.emplace(handle, kind).second) {
         return fail_broken();
@@ -280,8 +267,7 @@ Result<void> Client::add_handle(Handle handle, HandleKind kind)
     return boost::outcome_v2::success();
 }
 
-Result<void> Client::release_handle(uint32_t cmd, Handle handle)
-{
+Result<void> Client::release_handle(uint32_t cmd, Handle handle) {
     const xenhsa_handle_req req{handle};
     auto reply = expect_ok(cmd, bytes_of(req));
     if (!reply) {
@@ -293,18 +279,15 @@ Result<void> Client::release_handle(uint32_t cmd, Handle handle)
     return boost::outcome_v2::success();
 }
 
-
 // --- notifications -------------------------------------------------------------------
 
-std::vector<xenhsa_notify> Client::take_notifications()
-{
+std::vector<xenhsa_notify> Client::take_notifications() {
     std::vector<xenhsa_notify> out(notifications_.begin(), notifications_.end());
     notifications_.clear();
     return out;
 }
 
-Result<void> Client::pump(std::chrono::milliseconds timeout)
-{
+Result<void> Client::pump(std::chrono::milliseconds timeout) {
     if (auto d = drain(); !d) {
         return d;
     }
@@ -320,8 +303,7 @@ Result<void> Client::pump(std::chrono::milliseconds timeout)
 }
 
 Result<xenhsa_notify> Client::wait_notification(uint32_t type, Handle handle,
-                                                std::chrono::milliseconds timeout)
-{
+                                                std::chrono::milliseconds timeout) {
     const auto deadline = Clock::now() + timeout;
     for (;;) {
         for (auto it = notifications_.begin(); it != notifications_.end(); ++it) {

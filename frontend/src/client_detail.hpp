@@ -2,12 +2,11 @@
 #ifndef XENHSA_FRONTEND_SRC_CLIENT_DETAIL_HPP
 #define XENHSA_FRONTEND_SRC_CLIENT_DETAIL_HPP
 
-#include <xenhsa/frontend/client.hpp>
-
 #include <chrono>
 #include <cstring>
 #include <span>
 #include <system_error>
+#include <xenhsa/frontend/client.hpp>
 
 namespace xenhsa::frontend::detail {
 
@@ -16,14 +15,10 @@ using Clock = std::chrono::steady_clock;
 // a dead backend is noticed even when no event arrives).
 inline constexpr std::chrono::milliseconds kPollSlice{100};
 
-inline std::error_code sys_error(int e)
-{
-    return {e, std::generic_category()};
-}
+inline std::error_code sys_error(int e) { return {e, std::generic_category()}; }
 
 template <class Wire>
-std::span<const std::byte> bytes_of(const Wire &wire)
-{
+std::span<const std::byte> bytes_of(const Wire& wire) {
     return std::as_bytes(std::span(&wire, 1));
 }
 

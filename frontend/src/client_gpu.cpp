@@ -1,10 +1,9 @@
 // Client: AQL queues and HSA events, including asynchronous EVENT_WAIT.
-#include <xenhsa/frontend/client.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <xenhsa/frontend/client.hpp>
+#include <xenhsa/frontend/errors.hpp>
 
 #include "client_detail.hpp"
 
@@ -16,8 +15,7 @@ using detail::sys_error;
 
 // --- queues and events ---------------------------------------------------------------
 
-Result<xenhsa_queue_create_rsp> Client::queue_create(const xenhsa_queue_create_req &req)
-{
+Result<xenhsa_queue_create_rsp> Client::queue_create(const xenhsa_queue_create_req& req) {
     auto reply = expect_ok(XENHSA_CMD_QUEUE_CREATE, bytes_of(req));
     if (!reply) {
         return reply.error();
@@ -29,13 +27,11 @@ Result<xenhsa_queue_create_rsp> Client::queue_create(const xenhsa_queue_create_r
     return rsp;
 }
 
-Result<void> Client::queue_destroy(Handle handle)
-{
+Result<void> Client::queue_destroy(Handle handle) {
     return release_handle(XENHSA_CMD_QUEUE_DESTROY, handle);
 }
 
-Result<xenhsa_event_create_rsp> Client::event_create(uint32_t type, uint32_t node, uint32_t flags)
-{
+Result<xenhsa_event_create_rsp> Client::event_create(uint32_t type, uint32_t node, uint32_t flags) {
     const xenhsa_event_create_req req{type, node, flags, 0};
     auto reply = expect_ok(XENHSA_CMD_EVENT_CREATE, bytes_of(req));
     if (!reply) {
@@ -48,28 +44,24 @@ Result<xenhsa_event_create_rsp> Client::event_create(uint32_t type, uint32_t nod
     return rsp;
 }
 
-Result<void> Client::event_destroy(Handle handle)
-{
+Result<void> Client::event_destroy(Handle handle) {
     return release_handle(XENHSA_CMD_EVENT_DESTROY, handle);
 }
 
-Result<void> Client::event_set(Handle handle)
-{
+Result<void> Client::event_set(Handle handle) {
     const xenhsa_handle_req req{handle};
     auto reply = expect_ok(XENHSA_CMD_EVENT_SET, bytes_of(req));
     return reply ? Result<void>(boost::outcome_v2::success()) : Result<void>(reply.error());
 }
 
-Result<void> Client::event_reset(Handle handle)
-{
+Result<void> Client::event_reset(Handle handle) {
     const xenhsa_handle_req req{handle};
     auto reply = expect_ok(XENHSA_CMD_EVENT_RESET, bytes_of(req));
     return reply ? Result<void>(boost::outcome_v2::success()) : Result<void>(reply.error());
 }
 
 Result<uint32_t> Client::event_wait_async(std::span<const Handle> events, bool all,
-                                          uint32_t timeout_ms)
-{
+                                          uint32_t timeout_ms) {
     if (events.empty() || events.size() > XENHSA_WAIT_MAX_EVENTS) {
         return sys_error(EINVAL);
     }
@@ -81,8 +73,7 @@ Result<uint32_t> Client::event_wait_async(std::span<const Handle> events, bool a
     return send(XENHSA_CMD_EVENT_WAIT, bytes_of(req));
 }
 
-Result<uint32_t> Client::finish_wait(uint32_t seqno)
-{
+Result<uint32_t> Client::finish_wait(uint32_t seqno) {
     auto it = outstanding_.find(seqno);
     if (it == outstanding_.end() && ready_.count(seqno) == 0) {
         return sys_error(EINVAL);
@@ -104,8 +95,7 @@ Result<uint32_t> Client::finish_wait(uint32_t seqno)
     return reply.value().payload.as<xenhsa_event_wait_rsp>().signaled_mask;
 }
 
-Result<uint32_t> Client::event_wait(std::span<const Handle> events, bool all, uint32_t timeout_ms)
-{
+Result<uint32_t> Client::event_wait(std::span<const Handle> events, bool all, uint32_t timeout_ms) {
     auto seqno = event_wait_async(events, all, timeout_ms);
     if (!seqno) {
         return seqno.error();
@@ -113,8 +103,7 @@ Result<uint32_t> Client::event_wait(std::span<const Handle> events, bool all, ui
     return finish_wait(seqno.value());
 }
 
-Result<void> Client::event_wait_cancel(uint32_t wait_seqno)
-{
+Result<void> Client::event_wait_cancel(uint32_t wait_seqno) {
     const xenhsa_event_wait_cancel_req req{wait_seqno, 0};
     auto reply = call(XENHSA_CMD_EVENT_WAIT_CANCEL, bytes_of(req));
     if (!reply) {

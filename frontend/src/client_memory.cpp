@@ -1,12 +1,11 @@
 // Client: MAP, UNMAP, LEND, PIN, MAP_TO_GPU and ALLOC, on buffers in the window.
+#include <cerrno>
+#include <cstring>
+#include <thread>
 #include <xenhsa/frontend/client.hpp>
 #include <xenhsa/frontend/errors.hpp>
 #include <xenhsa/frontend/grant_list.hpp>
 #include <xenhsa/frontend/probe.hpp>
-
-#include <cerrno>
-#include <cstring>
-#include <thread>
 
 #include "client_detail.hpp"
 
@@ -20,8 +19,7 @@ namespace {
 
 // Ends access to pages the backend should have let go; retries briefly, then leaves
 // them to the hypervisor.
-void end_access_soon(xen::SharedPages &pages)
-{
+void end_access_soon(xen::SharedPages& pages) {
     const auto deadline = Clock::now() + std::chrono::milliseconds(500);
     while (pages.data() != nullptr && !pages.end_access() && Clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -33,8 +31,7 @@ void end_access_soon(xen::SharedPages &pages)
 
 // --- memory --------------------------------------------------------------------------
 
-Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, uint64_t align)
-{
+Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, uint64_t align) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -46,9 +43,8 @@ Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, u
     if (!va) {
         return va.error();
     }
-    auto shared =
-        sharer_.share({link_.backend_domid(), pages, backend_writable,
-                       reinterpret_cast<std::byte *>(static_cast<uintptr_t>(va.value()))});
+    auto shared = sharer_.share({link_.backend_domid(), pages, backend_writable,
+                                 reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va.value()))});
     if (!shared) {
         (void)allocator_.release(va.value(), bytes);
         return shared.error();
@@ -56,8 +52,7 @@ Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, u
     return GuestBuffer(&allocator_, va.value(), std::move(shared.value()));
 }
 
-Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable)
-{
+Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -66,15 +61,14 @@ Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backen
         return sys_error(EINVAL);
     }
     auto shared = sharer_.share({link_.backend_domid(), pages, backend_writable,
-                                 reinterpret_cast<std::byte *>(static_cast<uintptr_t>(va))});
+                                 reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
     if (!shared) {
         return shared.error();
     }
     return GuestBuffer(nullptr, va, std::move(shared.value()));
 }
 
-Result<Handle> Client::map(const GuestBuffer &buffer, bool writable)
-{
+Result<Handle> Client::map(const GuestBuffer& buffer, bool writable) {
     if (!buffer) {
         return sys_error(EINVAL);
     }
@@ -113,22 +107,19 @@ Result<Handle> Client::map(const GuestBuffer &buffer, bool writable)
     return handle;
 }
 
-Result<void> Client::unmap(Handle handle)
-{
+Result<void> Client::unmap(Handle handle) {
     // A LEND's VA comes back only through unmap(LentBuffer &): its mapping may still
     // be in place here, and a buffer placed over it would be unmapped with it.
     return unmap_handle(handle, false);
 }
 
-Result<void> Client::unmap_handle(Handle handle, bool lend_va_is_free)
-{
+Result<void> Client::unmap_handle(Handle handle, bool lend_va_is_free) {
     if (auto r = release_handle(XENHSA_CMD_UNMAP, handle); !r) {
         return r;
     }
     if (auto it = lends_.find(handle); it != lends_.end()) {
         if (lend_va_is_free) {
-            (void)allocator_.release(it->second.va,
-                                     uint64_t{it->second.npages} * XENHSA_PAGE_SIZE);
+            (void)allocator_.release(it->second.va, uint64_t{it->second.npages} * XENHSA_PAGE_SIZE);
         }
         lends_.erase(it);
         revoked_.erase(handle);
@@ -136,8 +127,7 @@ Result<void> Client::unmap_handle(Handle handle, bool lend_va_is_free)
     return boost::outcome_v2::success();
 }
 
-Result<LentBuffer> Client::lend(uint32_t npages, bool writable)
-{
+Result<LentBuffer> Client::lend(uint32_t npages, bool writable) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -189,7 +179,7 @@ Result<LentBuffer> Client::lend(uint32_t npages, bool writable)
         refs = inline_refs(rsp);
     }
     auto mapping = mapper_.map({link_.backend_domid(), refs, writable,
-                                reinterpret_cast<std::byte *>(static_cast<uintptr_t>(va.value()))});
+                                reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va.value()))});
     if (!mapping) {
         return give_back(mapping.error());
     }
@@ -202,8 +192,7 @@ Result<LentBuffer> Client::lend(uint32_t npages, bool writable)
     return lent;
 }
 
-Result<void> Client::unmap(LentBuffer &lent)
-{
+Result<void> Client::unmap(LentBuffer& lent) {
     lent.mapping.reset();  // the range stays reserved PROT_NONE
     if (auto r = unmap_handle(lent.handle, true); !r) {
         return r;
@@ -212,8 +201,7 @@ Result<void> Client::unmap(LentBuffer &lent)
     return boost::outcome_v2::success();
 }
 
-Result<Handle> Client::pin(uint64_t va, uint64_t size, uint32_t flags)
-{
+Result<Handle> Client::pin(uint64_t va, uint64_t size, uint32_t flags) {
     const xenhsa_pin_req req{va, size, flags, 0};
     auto reply = expect_ok(XENHSA_CMD_PIN, bytes_of(req));
     if (!reply) {
@@ -227,13 +215,9 @@ Result<Handle> Client::pin(uint64_t va, uint64_t size, uint32_t flags)
     return handle;
 }
 
-Result<void> Client::unpin(Handle handle)
-{
-    return release_handle(XENHSA_CMD_UNPIN, handle);
-}
+Result<void> Client::unpin(Handle handle) { return release_handle(XENHSA_CMD_UNPIN, handle); }
 
-Result<uint64_t> Client::map_to_gpu(Handle handle, uint64_t node_mask, uint32_t flags)
-{
+Result<uint64_t> Client::map_to_gpu(Handle handle, uint64_t node_mask, uint32_t flags) {
     const xenhsa_map_to_gpu_req req{handle, node_mask, flags, 0};
     auto reply = expect_ok(XENHSA_CMD_MAP_TO_GPU, bytes_of(req));
     if (!reply) {
@@ -247,8 +231,7 @@ Result<uint64_t> Client::map_to_gpu(Handle handle, uint64_t node_mask, uint32_t 
     return gpu_va;
 }
 
-Result<void> Client::unmap_from_gpu(Handle handle)
-{
+Result<void> Client::unmap_from_gpu(Handle handle) {
     const xenhsa_handle_req req{handle};
     auto reply = expect_ok(XENHSA_CMD_UNMAP_FROM_GPU, bytes_of(req));
     if (!reply) {
@@ -258,8 +241,7 @@ Result<void> Client::unmap_from_gpu(Handle handle)
 }
 
 Result<xenhsa_alloc_rsp> Client::alloc(uint64_t size, uint32_t node, uint32_t flags,
-                                       bool backend_places)
-{
+                                       bool backend_places) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -292,8 +274,7 @@ Result<xenhsa_alloc_rsp> Client::alloc(uint64_t size, uint32_t node, uint32_t fl
 }
 
 Result<xenhsa_alloc_rsp> Client::alloc_at(uint64_t va, uint64_t size, uint32_t node,
-                                          uint32_t flags)
-{
+                                          uint32_t flags) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -316,8 +297,7 @@ Result<xenhsa_alloc_rsp> Client::alloc_at(uint64_t va, uint64_t size, uint32_t n
     return rsp;
 }
 
-Result<void> Client::free(Handle handle)
-{
+Result<void> Client::free(Handle handle) {
     // The VA stays out of use: the backend may defer the free while a queue holds the
     // memory (5.20), so placing something new there could collide.
     return release_handle(XENHSA_CMD_FREE, handle);

@@ -1,10 +1,9 @@
 // Client: HELLO (VA-window negotiation) and QUERY.
-#include <xenhsa/frontend/client.hpp>
-#include <xenhsa/frontend/errors.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <xenhsa/frontend/client.hpp>
+#include <xenhsa/frontend/errors.hpp>
 
 #include "client_detail.hpp"
 
@@ -15,24 +14,31 @@ using detail::bytes_of;
 namespace {
 
 // The struct size each QUERY kind returns.
-uint32_t query_result_size(uint32_t kind)
-{
+uint32_t query_result_size(uint32_t kind) {
     switch (kind) {
-        case XENHSA_QUERY_VERSION: return sizeof(xenhsa_version_info);
-        case XENHSA_QUERY_SYSTEM: return sizeof(xenhsa_system_props);
-        case XENHSA_QUERY_NODE: return sizeof(xenhsa_node_props);
-        case XENHSA_QUERY_MEM_BANK: return sizeof(xenhsa_mem_bank);
-        case XENHSA_QUERY_CACHE: return sizeof(xenhsa_cache);
-        case XENHSA_QUERY_IO_LINK: return sizeof(xenhsa_io_link);
-        case XENHSA_QUERY_CLOCK: return sizeof(xenhsa_clock_counters);
-        case XENHSA_QUERY_KERNEL: return sizeof(xenhsa_kernel_info);
-        default: return 0;
+        case XENHSA_QUERY_VERSION:
+            return sizeof(xenhsa_version_info);
+        case XENHSA_QUERY_SYSTEM:
+            return sizeof(xenhsa_system_props);
+        case XENHSA_QUERY_NODE:
+            return sizeof(xenhsa_node_props);
+        case XENHSA_QUERY_MEM_BANK:
+            return sizeof(xenhsa_mem_bank);
+        case XENHSA_QUERY_CACHE:
+            return sizeof(xenhsa_cache);
+        case XENHSA_QUERY_IO_LINK:
+            return sizeof(xenhsa_io_link);
+        case XENHSA_QUERY_CLOCK:
+            return sizeof(xenhsa_clock_counters);
+        case XENHSA_QUERY_KERNEL:
+            return sizeof(xenhsa_kernel_info);
+        default:
+            return 0;
     }
 }
 
 template <class Wire>
-Result<Wire> as_wire(Result<std::vector<std::byte>> bytes)
-{
+Result<Wire> as_wire(Result<std::vector<std::byte>> bytes) {
     if (!bytes) {
         return bytes.error();
     }
@@ -45,8 +51,7 @@ Result<Wire> as_wire(Result<std::vector<std::byte>> bytes)
 
 // --- HELLO ---------------------------------------------------------------------------
 
-Result<Session> Client::hello(const HelloOptions &options)
-{
+Result<Session> Client::hello(const HelloOptions& options) {
     xenhsa_hello_req req{XENHSA_PROTO_VERSION, XENHSA_PROTO_VERSION, options.features,
                          options.va_base, options.va_size};
     VaReservation held;
@@ -105,8 +110,7 @@ Result<Session> Client::hello(const HelloOptions &options)
 
 // --- QUERY ---------------------------------------------------------------------------
 
-Result<std::vector<std::byte>> Client::query(uint32_t kind, uint32_t node, uint32_t index)
-{
+Result<std::vector<std::byte>> Client::query(uint32_t kind, uint32_t node, uint32_t index) {
     const uint32_t want = query_result_size(kind);
     std::vector<std::byte> out;
     uint32_t offset = 0;
@@ -121,35 +125,30 @@ Result<std::vector<std::byte>> Client::query(uint32_t kind, uint32_t node, uint3
         if (rsp.total_len != want || rsp.chunk_len == 0) {
             return fail_broken();
         }
-        out.insert(out.end(), reinterpret_cast<const std::byte *>(rsp.data),
-                   reinterpret_cast<const std::byte *>(rsp.data) + rsp.chunk_len);
+        out.insert(out.end(), reinterpret_cast<const std::byte*>(rsp.data),
+                   reinterpret_cast<const std::byte*>(rsp.data) + rsp.chunk_len);
         offset += rsp.chunk_len;
     } while (offset < want);
     return out;
 }
 
-Result<xenhsa_version_info> Client::query_version()
-{
+Result<xenhsa_version_info> Client::query_version() {
     return as_wire<xenhsa_version_info>(query(XENHSA_QUERY_VERSION));
 }
 
-Result<xenhsa_system_props> Client::query_system()
-{
+Result<xenhsa_system_props> Client::query_system() {
     return as_wire<xenhsa_system_props>(query(XENHSA_QUERY_SYSTEM));
 }
 
-Result<xenhsa_node_props> Client::query_node(uint32_t node)
-{
+Result<xenhsa_node_props> Client::query_node(uint32_t node) {
     return as_wire<xenhsa_node_props>(query(XENHSA_QUERY_NODE, node));
 }
 
-Result<xenhsa_kernel_info> Client::query_kernel(uint32_t index)
-{
+Result<xenhsa_kernel_info> Client::query_kernel(uint32_t index) {
     return as_wire<xenhsa_kernel_info>(query(XENHSA_QUERY_KERNEL, 0, index));
 }
 
-Result<std::optional<xenhsa_kernel_info>> Client::find_kernel(std::string_view name)
-{
+Result<std::optional<xenhsa_kernel_info>> Client::find_kernel(std::string_view name) {
     auto system = query_system();
     if (!system) {
         return system.error();
@@ -162,7 +161,7 @@ Result<std::optional<xenhsa_kernel_info>> Client::find_kernel(std::string_view n
         }
         xenhsa_kernel_info k = info.value();
         k.name[XENHSA_KERNEL_NAME_SIZE - 1] = 0;  // the sender's NUL is not trusted
-        if (std::string_view(reinterpret_cast<const char *>(k.name)) == name) {
+        if (std::string_view(reinterpret_cast<const char*>(k.name)) == name) {
             return std::optional<xenhsa_kernel_info>(k);
         }
     }

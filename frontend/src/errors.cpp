@@ -1,7 +1,7 @@
 #include <xenhsa/proto/status.h>
-#include <xenhsa/frontend/errors.hpp>
 
 #include <string>
+#include <xenhsa/frontend/errors.hpp>
 
 namespace xenhsa::frontend {
 
@@ -9,15 +9,19 @@ namespace {
 
 class FrontendCategory final : public std::error_category {
 public:
-    const char *name() const noexcept override { return "xenhsa-frontend"; }
-    std::string message(int value) const override
-    {
+    const char* name() const noexcept override { return "xenhsa-frontend"; }
+    std::string message(int value) const override {
         switch (static_cast<Errc>(value)) {
-            case Errc::backend_broken: return "the backend broke the protocol";
-            case Errc::backend_gone: return "the backend is gone";
-            case Errc::revoked_access: return "access to revoked memory (SIGBUS)";
-            case Errc::access_fault: return "access fault (SIGSEGV)";
-            case Errc::not_connected: return "not connected";
+            case Errc::backend_broken:
+                return "the backend broke the protocol";
+            case Errc::backend_gone:
+                return "the backend is gone";
+            case Errc::revoked_access:
+                return "access to revoked memory (SIGBUS)";
+            case Errc::access_fault:
+                return "access fault (SIGSEGV)";
+            case Errc::not_connected:
+                return "not connected";
         }
         return "unknown xenhsa-frontend error";
     }
@@ -25,23 +29,20 @@ public:
 
 class StatusCategory final : public std::error_category {
 public:
-    const char *name() const noexcept override { return "xenhsa-status"; }
-    std::string message(int value) const override
-    {
+    const char* name() const noexcept override { return "xenhsa-status"; }
+    std::string message(int value) const override {
         return xenhsa_status_name(static_cast<uint32_t>(value));
     }
 };
 
 }  // namespace
 
-const std::error_category &frontend_category() noexcept
-{
+const std::error_category& frontend_category() noexcept {
     static const FrontendCategory category;
     return category;
 }
 
-const std::error_category &status_category() noexcept
-{
+const std::error_category& status_category() noexcept {
     static const StatusCategory category;
     return category;
 }

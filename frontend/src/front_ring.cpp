@@ -1,31 +1,26 @@
-#include <xenhsa/frontend/front_ring.hpp>
-
 #include <cstring>
 #include <stdexcept>
+#include <xenhsa/frontend/front_ring.hpp>
 
 namespace xenhsa::frontend {
 
 FrontRing::FrontRing(std::span<std::byte> pages, uint32_t order)
-    : pages_(pages), slots_(XENHSA_RING_SLOTS(order))
-{
+    : pages_(pages), slots_(XENHSA_RING_SLOTS(order)) {
     if (order > XENHSA_RING_MAX_ORDER || pages.size() < XENHSA_RING_BYTES(order)) {
         throw std::invalid_argument("ring pages do not match the ring order");
     }
     xenhsa_sring_init(shared());
 }
 
-xenhsa_sring *FrontRing::shared() const noexcept
-{
-    return reinterpret_cast<xenhsa_sring *>(pages_.data());
+xenhsa_sring* FrontRing::shared() const noexcept {
+    return reinterpret_cast<xenhsa_sring*>(pages_.data());
 }
 
-std::byte *FrontRing::slot(uint32_t index) const noexcept
-{
+std::byte* FrontRing::slot(uint32_t index) const noexcept {
     return pages_.data() + xenhsa_ring_slot_offset(index, slots_);
 }
 
-Result<void> FrontRing::push(uint32_t cmd, uint32_t seqno, std::span<const std::byte> payload)
-{
+Result<void> FrontRing::push(uint32_t cmd, uint32_t seqno, std::span<const std::byte> payload) {
     if (payload.size() > XENHSA_SLOT_PAYLOAD_MAX) {
         return errc(std::errc::message_size);
     }
@@ -38,8 +33,7 @@ Result<void> FrontRing::push(uint32_t cmd, uint32_t seqno, std::span<const std::
     return boost::outcome_v2::success();
 }
 
-Result<void> FrontRing::push_raw(const xenhsa_req_slot &raw)
-{
+Result<void> FrontRing::push_raw(const xenhsa_req_slot& raw) {
     if (outstanding() >= slots_) {
         return errc(std::errc::no_buffer_space);
     }
@@ -48,15 +42,13 @@ Result<void> FrontRing::push_raw(const xenhsa_req_slot &raw)
     return boost::outcome_v2::success();
 }
 
-bool FrontRing::publish() noexcept
-{
+bool FrontRing::publish() noexcept {
     const uint32_t old = req_published_;
     req_published_ = req_prod_pvt_;
     return xenhsa_ring_publish(&shared()->req_prod, &shared()->req_event, old, req_prod_pvt_) != 0;
 }
 
-Result<std::optional<xenhsa_rsp_slot>> FrontRing::pop()
-{
+Result<std::optional<xenhsa_rsp_slot>> FrontRing::pop() {
     if (peer_broken_) {
         return errc(std::errc::protocol_error);
     }
@@ -74,18 +66,15 @@ Result<std::optional<xenhsa_rsp_slot>> FrontRing::pop()
     return std::optional<xenhsa_rsp_slot>{copy};
 }
 
-bool FrontRing::responses_waiting() const noexcept
-{
+bool FrontRing::responses_waiting() const noexcept {
     return xenhsa_index_load(&shared()->rsp_prod) != rsp_cons_;
 }
 
-bool FrontRing::final_check() noexcept
-{
+bool FrontRing::final_check() noexcept {
     return xenhsa_ring_final_check(&shared()->rsp_prod, &shared()->rsp_event, rsp_cons_) != 0;
 }
 
-void FrontRing::force_req_prod(uint32_t value) noexcept
-{
+void FrontRing::force_req_prod(uint32_t value) noexcept {
     xenhsa_index_store(&shared()->req_prod, value);
 }
 

@@ -1,23 +1,18 @@
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/grant_list.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/grant_list.hpp>
 
 namespace xenhsa::frontend {
 
 namespace {
 
-std::error_code einval()
-{
-    return {EINVAL, std::generic_category()};
-}
+std::error_code einval() { return {EINVAL, std::generic_category()}; }
 
 }  // namespace
 
-Result<void> pack_indirect(std::span<const GrantRef> refs, std::span<std::byte> pages)
-{
+Result<void> pack_indirect(std::span<const GrantRef> refs, std::span<std::byte> pages) {
     if (refs.empty() || refs.size() > XENHSA_MAP_MAX_PAGES ||
         pages.size() != std::size_t{indirect_pages_for(refs.size())} * XENHSA_PAGE_SIZE) {
         return einval();
@@ -28,8 +23,7 @@ Result<void> pack_indirect(std::span<const GrantRef> refs, std::span<std::byte> 
 }
 
 Result<xenhsa_map_req> make_map_req(uint64_t va, std::span<const GrantRef> page_refs, bool writable,
-                                    std::span<const GrantRef> indirect_refs)
-{
+                                    std::span<const GrantRef> indirect_refs) {
     if (page_refs.empty() || page_refs.size() > XENHSA_MAP_MAX_PAGES) {
         return einval();
     }
@@ -50,14 +44,12 @@ Result<xenhsa_map_req> make_map_req(uint64_t va, std::span<const GrantRef> page_
     return req;
 }
 
-std::vector<GrantRef> inline_refs(const xenhsa_lend_rsp &rsp)
-{
+std::vector<GrantRef> inline_refs(const xenhsa_lend_rsp& rsp) {
     const uint32_t n = std::min(rsp.nrefs, uint32_t{XENHSA_MAP_INLINE_GREFS});
     return {rsp.gref, rsp.gref + n};
 }
 
-Result<std::vector<GrantRef>> unpack_indirect(std::span<const std::byte> copy, uint32_t npages)
-{
+Result<std::vector<GrantRef>> unpack_indirect(std::span<const std::byte> copy, uint32_t npages) {
     if (npages == 0 || npages > XENHSA_MAP_MAX_PAGES ||
         copy.size() != std::size_t{indirect_pages_for(npages)} * XENHSA_PAGE_SIZE) {
         return Errc::backend_broken;

@@ -1,6 +1,3 @@
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/guest_device.hpp>
-
 #include <poll.h>
 
 #include <algorithm>
@@ -9,6 +6,8 @@
 #include <cstring>
 #include <string_view>
 #include <thread>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/guest_device.hpp>
 
 namespace xenhsa::frontend {
 
@@ -19,13 +18,9 @@ constexpr std::string_view kStateToken = "xenhsa-frontend-be-state";
 constexpr xen::DomId kDomIdMax = 0x7FEF;  // DOMID_FIRST_RESERVED - 1
 constexpr int kTxAttempts = 32;
 
-std::error_code sys_error(int e)
-{
-    return {e, std::generic_category()};
-}
+std::error_code sys_error(int e) { return {e, std::generic_category()}; }
 
-std::chrono::milliseconds left(Clock::time_point deadline)
-{
+std::chrono::milliseconds left(Clock::time_point deadline) {
     const auto now = Clock::now();
     return now >= deadline ? std::chrono::milliseconds{0}
                            : std::chrono::ceil<std::chrono::milliseconds>(deadline - now);
@@ -33,8 +28,7 @@ std::chrono::milliseconds left(Clock::time_point deadline)
 
 // `versions` lists the versions the backend speaks; v1 writes "1", and the format of a
 // list is open (10.2.5), so separators other than digits are accepted.
-bool speaks_v1(std::string_view versions)
-{
+bool speaks_v1(std::string_view versions) {
     std::size_t i = 0;
     while (i < versions.size()) {
         while (i < versions.size() && (versions[i] < '0' || versions[i] > '9')) {
@@ -57,27 +51,23 @@ bool speaks_v1(std::string_view versions)
 
 }  // namespace
 
-GuestDevice::GuestDevice(xen::GrantSharer &sharer, xen::EventChannel &events, xen::Store &store,
+GuestDevice::GuestDevice(xen::GrantSharer& sharer, xen::EventChannel& events, xen::Store& store,
                          xen::DomId self, DeviceConfig config)
     : sharer_(sharer),
       events_(events),
       store_(store),
       self_(self),
       config_(config),
-      be_domid_(config.backend_domid)
-{
+      be_domid_(config.backend_domid) {
     fe_path_ = "/local/domain/" + std::to_string(self_) + "/device/" XENHSA_XS_DEVICE_TYPE "/" +
                std::to_string(config_.devid);
 }
 
-GuestDevice::GuestDevice(xen::Platform &platform, DeviceConfig config)
+GuestDevice::GuestDevice(xen::Platform& platform, DeviceConfig config)
     : GuestDevice(*platform.sharer, *platform.events, *platform.store, platform.domains->self(),
-                  config)
-{
-}
+                  config) {}
 
-GuestDevice::~GuestDevice()
-{
+GuestDevice::~GuestDevice() {
     try {
         if (ring_) {
             (void)close();
@@ -86,32 +76,25 @@ GuestDevice::~GuestDevice()
     }
 }
 
-std::span<std::byte> GuestDevice::notify_page()
-{
-    return {notify_pages_.data(), XENHSA_PAGE_SIZE};
+std::span<std::byte> GuestDevice::notify_page() { return {notify_pages_.data(), XENHSA_PAGE_SIZE}; }
+
+xenhsa_doorbell_page& GuestDevice::doorbell_page() {
+    return *reinterpret_cast<xenhsa_doorbell_page*>(doorbell_pages_.data());
 }
 
-xenhsa_doorbell_page &GuestDevice::doorbell_page()
-{
-    return *reinterpret_cast<xenhsa_doorbell_page *>(doorbell_pages_.data());
-}
-
-uint32_t GuestDevice::be_alive() const noexcept
-{
+uint32_t GuestDevice::be_alive() const noexcept {
     if (!ring_pages_.data()) {
         return 0;
     }
-    const auto *sring = reinterpret_cast<const xenhsa_sring *>(ring_pages_.data());
+    const auto* sring = reinterpret_cast<const xenhsa_sring*>(ring_pages_.data());
     return xenhsa_index_load(&sring->be_alive);
 }
 
-Result<void> GuestDevice::write_state(uint32_t state)
-{
+Result<void> GuestDevice::write_state(uint32_t state) {
     return store_.write(xen::kNoTx, fe_path_ + "/" XENHSA_XS_STATE, std::to_string(state));
 }
 
-Result<uint32_t> GuestDevice::read_backend_state()
-{
+Result<uint32_t> GuestDevice::read_backend_state() {
     auto value = store_.read(xen::kNoTx, be_path_ + "/" XENHSA_XS_STATE);
     if (!value) {
         if (value.error() == std::errc::no_such_file_or_directory) {
@@ -123,8 +106,7 @@ Result<uint32_t> GuestDevice::read_backend_state()
     return state ? static_cast<uint32_t>(state.value()) : uint32_t{XENHSA_XB_UNKNOWN};
 }
 
-void GuestDevice::drain_store_events()
-{
+void GuestDevice::drain_store_events() {
     for (int i = 0; i < 1024; ++i) {
         auto event = store_.next_event();
         if (!event || !event.value()) {
@@ -136,8 +118,7 @@ void GuestDevice::drain_store_events()
     }
 }
 
-Result<void> GuestDevice::wait_backend(Clock::time_point deadline)
-{
+Result<void> GuestDevice::wait_backend(Clock::time_point deadline) {
     std::array<pollfd, 2> fds{};
     fds[0] = {store_.fd(), POLLIN, 0};
     fds[1] = {events_.fd(), POLLIN, 0};
@@ -161,8 +142,7 @@ Result<void> GuestDevice::wait_backend(Clock::time_point deadline)
     return boost::outcome_v2::success();
 }
 
-Result<void> GuestDevice::publish_keys()
-{
+Result<void> GuestDevice::publish_keys() {
     const std::string ring_ref = fe_path_ + "/" XENHSA_XS_RING_REF;
     for (int attempt = 0; attempt < kTxAttempts; ++attempt) {
         auto tx = store_.transaction_start();
@@ -170,7 +150,7 @@ Result<void> GuestDevice::publish_keys()
             return tx.error();
         }
         const xen::TxId t = tx.value();
-        auto write = [&](const std::string &key, uint64_t value) {
+        auto write = [&](const std::string& key, uint64_t value) {
             return store_.write(t, fe_path_ + "/" + key, std::to_string(value));
         };
         Result<void> r = write(XENHSA_XS_RING_PAGE_ORDER, order_);
@@ -213,8 +193,7 @@ Result<void> GuestDevice::publish_keys()
     return sys_error(EAGAIN);
 }
 
-Result<void> GuestDevice::handshake()
-{
+Result<void> GuestDevice::handshake() {
     const auto deadline = Clock::now() + config_.timeout;
     // The toolstack's keys name the backend; fall back to the configured domain.
     if (auto id = store_.read(xen::kNoTx, fe_path_ + "/backend-id"); id) {
@@ -336,8 +315,7 @@ Result<void> GuestDevice::handshake()
     return boost::outcome_v2::success();
 }
 
-Result<void> GuestDevice::connect()
-{
+Result<void> GuestDevice::connect() {
     if (state_ == DeviceState::connected) {
         return boost::outcome_v2::success();
     }
@@ -352,8 +330,7 @@ Result<void> GuestDevice::connect()
     return done;
 }
 
-void GuestDevice::teardown(bool wait_for_backend) noexcept
-{
+void GuestDevice::teardown(bool wait_for_backend) noexcept {
     try {
         const bool published = port_ || ring_;
         if (published) {
@@ -374,7 +351,7 @@ void GuestDevice::teardown(bool wait_for_backend) noexcept
         // A page the backend still maps cannot end access (EBUSY): retry for a moment,
         // then leave it to the hypervisor (the SharedPages destructor).
         const auto deadline = Clock::now() + std::chrono::milliseconds(wait_for_backend ? 1000 : 0);
-        for (xen::SharedPages *pages : {&ring_pages_, &notify_pages_, &doorbell_pages_}) {
+        for (xen::SharedPages* pages : {&ring_pages_, &notify_pages_, &doorbell_pages_}) {
             while (pages->data() != nullptr && !pages->end_access() && Clock::now() < deadline) {
                 std::this_thread::sleep_for(std::chrono::milliseconds(10));
             }
@@ -392,8 +369,7 @@ void GuestDevice::teardown(bool wait_for_backend) noexcept
     }
 }
 
-Result<void> GuestDevice::close()
-{
+Result<void> GuestDevice::close() {
     if (!ring_ && !port_) {
         state_ = DeviceState::closed;
         return boost::outcome_v2::success();
@@ -403,8 +379,7 @@ Result<void> GuestDevice::close()
     return boost::outcome_v2::success();
 }
 
-Result<void> GuestDevice::reconnect()
-{
+Result<void> GuestDevice::reconnect() {
     if (auto c = close(); !c) {
         return c;
     }
@@ -415,16 +390,14 @@ Result<void> GuestDevice::reconnect()
     return connect();
 }
 
-Result<void> GuestDevice::kick()
-{
+Result<void> GuestDevice::kick() {
     if (!port_) {
         return Errc::not_connected;
     }
     return events_.notify(port_.port());
 }
 
-Result<void> GuestDevice::check_backend()
-{
+Result<void> GuestDevice::check_backend() {
     if (state_ == DeviceState::broken) {
         return Errc::backend_broken;
     }
@@ -444,8 +417,7 @@ Result<void> GuestDevice::check_backend()
     return boost::outcome_v2::success();
 }
 
-Result<void> GuestDevice::wait(std::chrono::milliseconds timeout)
-{
+Result<void> GuestDevice::wait(std::chrono::milliseconds timeout) {
     if (auto alive = check_backend(); !alive) {
         return alive;
     }
@@ -472,8 +444,7 @@ Result<void> GuestDevice::wait(std::chrono::milliseconds timeout)
     return check_backend();
 }
 
-void GuestDevice::mark_broken() noexcept
-{
+void GuestDevice::mark_broken() noexcept {
     if (state_ == DeviceState::connected) {
         state_ = DeviceState::broken;
         try {

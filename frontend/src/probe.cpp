@@ -1,31 +1,30 @@
 #include <xenhsa/proto/common.h>
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/probe.hpp>
 
 #include <csetjmp>
 #include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/probe.hpp>
 
 namespace xenhsa::frontend {
 
 namespace {
 
 // Per-thread landing point of the current probe, null outside one.
-thread_local sigjmp_buf *t_landing = nullptr;
+thread_local sigjmp_buf* t_landing = nullptr;
 
 struct sigaction g_previous_bus;
 struct sigaction g_previous_segv;
 
-void on_fault(int sig, siginfo_t *info, void *context)
-{
-    if (sigjmp_buf *landing = t_landing; landing != nullptr) {
+void on_fault(int sig, siginfo_t* info, void* context) {
+    if (sigjmp_buf* landing = t_landing; landing != nullptr) {
         t_landing = nullptr;
         siglongjmp(*landing, sig);
     }
     // Not ours: hand the fault to whoever handled it before us.
-    const struct sigaction &prev = sig == SIGBUS ? g_previous_bus : g_previous_segv;
+    const struct sigaction& prev = sig == SIGBUS ? g_previous_bus : g_previous_segv;
     if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
         prev.sa_sigaction(sig, info, context);
         return;
@@ -38,8 +37,7 @@ void on_fault(int sig, siginfo_t *info, void *context)
     signal(sig, SIG_DFL);
 }
 
-void install_handlers() noexcept
-{
+void install_handlers() noexcept {
     static std::once_flag once;
     std::call_once(once, [] {
         struct sigaction act;
@@ -54,9 +52,8 @@ void install_handlers() noexcept
 
 // The access itself: kept out of line so that the compiler cannot move it across the
 // sigsetjmp in probe().
-[[gnu::noinline]] void touch(const void *addr, ProbeAccess access) noexcept
-{
-    auto *byte = static_cast<uint8_t *>(const_cast<void *>(addr));
+[[gnu::noinline]] void touch(const void* addr, ProbeAccess access) noexcept {
+    auto* byte = static_cast<uint8_t*>(const_cast<void*>(addr));
     if (access == ProbeAccess::write) {
         __atomic_fetch_add(byte, uint8_t{0}, __ATOMIC_RELAXED);
     } else {
@@ -64,18 +61,16 @@ void install_handlers() noexcept
     }
 }
 
-[[gnu::noinline]] void copy_bytes(void *dst, const void *src, std::size_t len) noexcept
-{
-    auto *d = static_cast<volatile uint8_t *>(dst);
-    const auto *s = static_cast<const volatile uint8_t *>(src);
+[[gnu::noinline]] void copy_bytes(void* dst, const void* src, std::size_t len) noexcept {
+    auto* d = static_cast<volatile uint8_t*>(dst);
+    const auto* s = static_cast<const volatile uint8_t*>(src);
     for (std::size_t i = 0; i < len; ++i) {
         d[i] = s[i];
     }
 }
 
 template <class Fn>
-Result<void> guarded(Fn &&fn) noexcept
-{
+Result<void> guarded(Fn&& fn) noexcept {
     install_handlers();
     sigjmp_buf landing;
     // sigsetjmp saves the signal mask (1), so the mask is restored on the way back.
@@ -92,17 +87,15 @@ Result<void> guarded(Fn &&fn) noexcept
 
 }  // namespace
 
-Result<void> probe(const void *addr, ProbeAccess access) noexcept
-{
+Result<void> probe(const void* addr, ProbeAccess access) noexcept {
     return guarded([addr, access] { touch(addr, access); });
 }
 
-Result<void> probe_range(const void *addr, std::size_t len, ProbeAccess access) noexcept
-{
+Result<void> probe_range(const void* addr, std::size_t len, ProbeAccess access) noexcept {
     if (len == 0) {
         return boost::outcome_v2::success();
     }
-    const auto *p = static_cast<const std::byte *>(addr);
+    const auto* p = static_cast<const std::byte*>(addr);
     for (std::size_t off = 0; off < len; off += XENHSA_PAGE_SIZE) {
         if (auto r = probe(p + off, access); !r) {
             return r;
@@ -111,10 +104,9 @@ Result<void> probe_range(const void *addr, std::size_t len, ProbeAccess access) 
     return probe(p + len - 1, access);
 }
 
-Result<void> probed_copy(void *dst, const void *src, std::size_t len) noexcept
-{
-    auto *d = static_cast<std::byte *>(dst);
-    const auto *s = static_cast<const std::byte *>(src);
+Result<void> probed_copy(void* dst, const void* src, std::size_t len) noexcept {
+    auto* d = static_cast<std::byte*>(dst);
+    const auto* s = static_cast<const std::byte*>(src);
     for (std::size_t off = 0; off < len; off += XENHSA_PAGE_SIZE) {
         const std::size_t n = len - off < XENHSA_PAGE_SIZE ? len - off : XENHSA_PAGE_SIZE;
         if (auto r = guarded([=] { copy_bytes(d + off, s + off, n); }); !r) {

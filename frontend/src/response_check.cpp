@@ -5,13 +5,11 @@ namespace xenhsa::frontend {
 namespace {
 
 template <class Wire>
-Wire rsp_as(const xenhsa_rsp_slot &rsp) noexcept
-{
+Wire rsp_as(const xenhsa_rsp_slot& rsp) noexcept {
     return proto::payload_as<Wire>(rsp);
 }
 
-uint32_t check_hello(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexcept
-{
+uint32_t check_hello(const xenhsa_rsp_slot& rsp, const SentRequest& sent) noexcept {
     const auto req = sent.payload.as<xenhsa_hello_req>();
     const auto hello = rsp_as<xenhsa_hello_rsp>(rsp);
     if (rsp.hdr.status == XENHSA_STATUS_OK) {
@@ -34,13 +32,11 @@ uint32_t check_hello(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexce
     return XENHSA_STATUS_OK;
 }
 
-uint32_t check_handle(uint64_t handle) noexcept
-{
+uint32_t check_handle(uint64_t handle) noexcept {
     return handle == XENHSA_HANDLE_NONE ? XENHSA_STATUS_BAD_HANDLE : XENHSA_STATUS_OK;
 }
 
-uint32_t check_ok_payload(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexcept
-{
+uint32_t check_ok_payload(const xenhsa_rsp_slot& rsp, const SentRequest& sent) noexcept {
     switch (sent.cmd) {
         case XENHSA_CMD_QUERY: {
             const auto q = rsp_as<xenhsa_query_rsp>(rsp);
@@ -48,7 +44,8 @@ uint32_t check_ok_payload(const xenhsa_rsp_slot &rsp, const SentRequest &sent) n
             return xenhsa_check_query_rsp(&q, &req);
         }
         case XENHSA_CMD_MAP:
-        case XENHSA_CMD_PIN: return check_handle(rsp_as<xenhsa_handle_rsp>(rsp).handle);
+        case XENHSA_CMD_PIN:
+            return check_handle(rsp_as<xenhsa_handle_rsp>(rsp).handle);
         case XENHSA_CMD_LEND: {
             const auto l = rsp_as<xenhsa_lend_rsp>(rsp);
             const auto req = sent.payload.as<xenhsa_lend_req>();
@@ -100,14 +97,14 @@ uint32_t check_ok_payload(const xenhsa_rsp_slot &rsp, const SentRequest &sent) n
             }
             return XENHSA_STATUS_OK;
         }
-        default: return XENHSA_STATUS_OK;  // no payload, or none to check
+        default:
+            return XENHSA_STATUS_OK;  // no payload, or none to check
     }
 }
 
 }  // namespace
 
-uint32_t check_response(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexcept
-{
+uint32_t check_response(const xenhsa_rsp_slot& rsp, const SentRequest& sent) noexcept {
     if (xenhsa_rsp_len(sent.cmd) == XENHSA_LEN_UNKNOWN) {
         // Only a hostile guest sends an unknown command; it must get an error, no payload.
         if (rsp.hdr.status == XENHSA_STATUS_OK || rsp.hdr.len != 0) {

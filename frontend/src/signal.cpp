@@ -1,39 +1,40 @@
-#include <xenhsa/frontend/signal.hpp>
 #include <xenhsa/proto/ring.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <thread>
+#include <xenhsa/frontend/signal.hpp>
 
 namespace xenhsa::frontend::aql {
 
-void signal_init(amd_signal_t &signal, int64_t value, uint64_t mailbox, uint32_t event_id) noexcept
-{
-    std::memset(static_cast<void *>(&signal), 0, sizeof signal);
+void signal_init(amd_signal_t& signal, int64_t value, uint64_t mailbox,
+                 uint32_t event_id) noexcept {
+    std::memset(static_cast<void*>(&signal), 0, sizeof signal);
     signal.kind = AMD_SIGNAL_KIND_USER;
     signal.event_mailbox_ptr = mailbox;
     signal.event_id = event_id;
     signal_store(signal, value);
 }
 
-int64_t signal_load(const amd_signal_t &signal) noexcept
-{
-    return __atomic_load_n(const_cast<const int64_t *>(&signal.value), __ATOMIC_ACQUIRE);
+int64_t signal_load(const amd_signal_t& signal) noexcept {
+    return __atomic_load_n(const_cast<const int64_t*>(&signal.value), __ATOMIC_ACQUIRE);
 }
 
-void signal_store(amd_signal_t &signal, int64_t value) noexcept
-{
-    __atomic_store_n(const_cast<int64_t *>(&signal.value), value, __ATOMIC_RELEASE);
+void signal_store(amd_signal_t& signal, int64_t value) noexcept {
+    __atomic_store_n(const_cast<int64_t*>(&signal.value), value, __ATOMIC_RELEASE);
 }
 
-bool signal_satisfied(int64_t current, hsa_signal_condition_t condition, int64_t operand) noexcept
-{
+bool signal_satisfied(int64_t current, hsa_signal_condition_t condition, int64_t operand) noexcept {
     switch (condition) {
-        case HSA_SIGNAL_CONDITION_EQ: return current == operand;
-        case HSA_SIGNAL_CONDITION_NE: return current != operand;
-        case HSA_SIGNAL_CONDITION_LT: return current < operand;
-        case HSA_SIGNAL_CONDITION_GTE: return current >= operand;
+        case HSA_SIGNAL_CONDITION_EQ:
+            return current == operand;
+        case HSA_SIGNAL_CONDITION_NE:
+            return current != operand;
+        case HSA_SIGNAL_CONDITION_LT:
+            return current < operand;
+        case HSA_SIGNAL_CONDITION_GTE:
+            return current >= operand;
     }
     return false;
 }
@@ -49,9 +50,8 @@ constexpr auto kYieldTime = std::chrono::microseconds(95);
 
 }  // namespace
 
-Result<int64_t> signal_wait(const amd_signal_t &signal, hsa_signal_condition_t condition,
-                            int64_t operand, std::chrono::nanoseconds timeout)
-{
+Result<int64_t> signal_wait(const amd_signal_t& signal, hsa_signal_condition_t condition,
+                            int64_t operand, std::chrono::nanoseconds timeout) {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     const auto deadline = start + timeout;

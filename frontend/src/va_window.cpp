@@ -1,45 +1,39 @@
-#include <xenhsa/proto/common.h>
-#include <xenhsa/frontend/va_window.hpp>
-
 #include <sys/mman.h>
+#include <xenhsa/proto/common.h>
 
 #include <cerrno>
 #include <iterator>
 #include <limits>
 #include <utility>
+#include <xenhsa/frontend/va_window.hpp>
 
 namespace xenhsa::frontend {
 
 namespace {
 
-std::error_code sys_error(int e)
-{
-    return {e, std::generic_category()};
-}
+std::error_code sys_error(int e) { return {e, std::generic_category()}; }
 
 constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
 }  // namespace
 
-Result<VaReservation> VaReservation::reserve(uint64_t size)
-{
+Result<VaReservation> VaReservation::reserve(uint64_t size) {
     if (size == 0 || !xenhsa_page_aligned(size) || size >= XENHSA_VA_LIMIT) {
         return sys_error(EINVAL);
     }
-    void *p = mmap(nullptr, size, PROT_NONE, kReserveFlags, -1, 0);
+    void* p = mmap(nullptr, size, PROT_NONE, kReserveFlags, -1, 0);
     if (p == MAP_FAILED) {
         return sys_error(errno);
     }
     return VaReservation(reinterpret_cast<uintptr_t>(p), size);
 }
 
-Result<VaReservation> VaReservation::reserve_at(uint64_t base, uint64_t size)
-{
+Result<VaReservation> VaReservation::reserve_at(uint64_t base, uint64_t size) {
     if (!xenhsa_va_range_ok(base, size)) {
         return sys_error(EINVAL);
     }
-    void *want = reinterpret_cast<void *>(static_cast<uintptr_t>(base));
-    void *p = mmap(want, size, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
+    void* want = reinterpret_cast<void*>(static_cast<uintptr_t>(base));
+    void* p = mmap(want, size, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) {
         return sys_error(errno == EEXIST ? EEXIST : errno);
     }
@@ -50,13 +44,10 @@ Result<VaReservation> VaReservation::reserve_at(uint64_t base, uint64_t size)
     return VaReservation(base, size);
 }
 
-VaReservation::VaReservation(VaReservation &&other) noexcept
-    : base_(std::exchange(other.base_, 0)), size_(std::exchange(other.size_, 0))
-{
-}
+VaReservation::VaReservation(VaReservation&& other) noexcept
+    : base_(std::exchange(other.base_, 0)), size_(std::exchange(other.size_, 0)) {}
 
-VaReservation &VaReservation::operator=(VaReservation &&other) noexcept
-{
+VaReservation& VaReservation::operator=(VaReservation&& other) noexcept {
     if (this != &other) {
         reset();
         base_ = std::exchange(other.base_, 0);
@@ -65,30 +56,26 @@ VaReservation &VaReservation::operator=(VaReservation &&other) noexcept
     return *this;
 }
 
-void VaReservation::reset() noexcept
-{
+void VaReservation::reset() noexcept {
     if (size_ != 0) {
-        munmap(reinterpret_cast<void *>(static_cast<uintptr_t>(base_)), size_);
+        munmap(reinterpret_cast<void*>(static_cast<uintptr_t>(base_)), size_);
     }
     base_ = 0;
     size_ = 0;
 }
 
 VaAllocator::VaAllocator(uint64_t base, uint64_t size)
-    : base_(base), size_(size & ~uint64_t{XENHSA_PAGE_SIZE - 1}), free_bytes_(size_)
-{
+    : base_(base), size_(size & ~uint64_t{XENHSA_PAGE_SIZE - 1}), free_bytes_(size_) {
     if (size_ != 0) {
         free_.emplace(base_, size_);
     }
 }
 
-uint64_t VaAllocator::round_up(uint64_t bytes) noexcept
-{
+uint64_t VaAllocator::round_up(uint64_t bytes) noexcept {
     return (bytes + XENHSA_PAGE_SIZE - 1) & ~uint64_t{XENHSA_PAGE_SIZE - 1};
 }
 
-Result<uint64_t> VaAllocator::allocate(uint64_t bytes, uint64_t align)
-{
+Result<uint64_t> VaAllocator::allocate(uint64_t bytes, uint64_t align) {
     if (bytes == 0 || bytes > size_ || align < XENHSA_PAGE_SIZE || (align & (align - 1)) != 0) {
         return sys_error(EINVAL);
     }
@@ -109,8 +96,7 @@ Result<uint64_t> VaAllocator::allocate(uint64_t bytes, uint64_t align)
     return sys_error(ENOMEM);
 }
 
-Result<void> VaAllocator::claim(uint64_t va, uint64_t bytes)
-{
+Result<void> VaAllocator::claim(uint64_t va, uint64_t bytes) {
     const uint64_t len = round_up(bytes);
     if (bytes == 0 || !xenhsa_page_aligned(va) || len < bytes || va < base_ || len > size_ ||
         va - base_ > size_ - len) {
@@ -138,8 +124,7 @@ Result<void> VaAllocator::claim(uint64_t va, uint64_t bytes)
     return boost::outcome_v2::success();
 }
 
-Result<void> VaAllocator::release(uint64_t va, uint64_t bytes)
-{
+Result<void> VaAllocator::release(uint64_t va, uint64_t bytes) {
     const uint64_t len = round_up(bytes);
     if (bytes == 0 || !xenhsa_page_aligned(va) || len < bytes || va < base_ || len > size_ ||
         va - base_ > size_ - len) {

@@ -7,12 +7,11 @@
 
 namespace xenhsa::hsa::soft {
 
-EventTable::~EventTable()
-{
+EventTable::~EventTable() {
     std::unique_lock lock(mutex_);
     closing_ = true;
-    for (auto &[id, event] : events_) {
-        for (Waiter *waiter : event.waiters) {
+    for (auto& [id, event] : events_) {
+        for (Waiter* waiter : event.waiters) {
             waiter->dead = true;
         }
         event.waiters.clear();
@@ -21,8 +20,7 @@ EventTable::~EventTable()
     cv_.wait(lock, [this] { return waiting_ == 0; });
 }
 
-Result<EventInfo> EventTable::create(const EventSpec &spec)
-{
+Result<EventInfo> EventTable::create(const EventSpec& spec) {
     std::lock_guard lock(mutex_);
     if (events_.size() >= max_events_) {
         return errc(std::errc::not_enough_memory);
@@ -48,14 +46,13 @@ Result<EventInfo> EventTable::create(const EventSpec &spec)
     return EventInfo{id, event_id, 0};
 }
 
-Result<void> EventTable::destroy(EventId id)
-{
+Result<void> EventTable::destroy(EventId id) {
     std::lock_guard lock(mutex_);
     auto it = events_.find(id);
     if (it == events_.end()) {
         return errc(std::errc::no_such_file_or_directory);
     }
-    for (Waiter *waiter : it->second.waiters) {
+    for (Waiter* waiter : it->second.waiters) {
         waiter->dead = true;
     }
     by_event_id_.erase(it->second.event_id);
@@ -64,8 +61,7 @@ Result<void> EventTable::destroy(EventId id)
     return boost::outcome_v2::success();
 }
 
-uint32_t EventTable::slots_of(const Waiter &waiter, EventId event) noexcept
-{
+uint32_t EventTable::slots_of(const Waiter& waiter, EventId event) noexcept {
     uint32_t mask = 0;
     for (size_t i = 0; i < waiter.ids.size(); ++i) {
         if (waiter.ids[i] == event) {
@@ -75,21 +71,19 @@ uint32_t EventTable::slots_of(const Waiter &waiter, EventId event) noexcept
     return mask;
 }
 
-void EventTable::signal_locked(EventId id, Event &event) noexcept
-{
+void EventTable::signal_locked(EventId id, Event& event) noexcept {
     if (event.waiters.empty()) {
         event.signaled = true;
         return;
     }
-    for (Waiter *waiter : event.waiters) {
+    for (Waiter* waiter : event.waiters) {
         waiter->activated |= slots_of(*waiter, id);
     }
-    event.signaled = event.manual_reset; // the waiters consumed an auto-reset event
+    event.signaled = event.manual_reset;  // the waiters consumed an auto-reset event
     cv_.notify_all();
 }
 
-Result<void> EventTable::set(EventId id)
-{
+Result<void> EventTable::set(EventId id) {
     std::lock_guard lock(mutex_);
     auto it = events_.find(id);
     if (it == events_.end()) {
@@ -99,8 +93,7 @@ Result<void> EventTable::set(EventId id)
     return boost::outcome_v2::success();
 }
 
-void EventTable::set_by_event_id(uint32_t event_id) noexcept
-{
+void EventTable::set_by_event_id(uint32_t event_id) noexcept {
     std::lock_guard lock(mutex_);
     auto id = by_event_id_.find(event_id);
     if (id == by_event_id_.end()) {
@@ -109,18 +102,16 @@ void EventTable::set_by_event_id(uint32_t event_id) noexcept
     signal_locked(id->second, events_.at(id->second));
 }
 
-void EventTable::set_memory_events() noexcept
-{
+void EventTable::set_memory_events() noexcept {
     std::lock_guard lock(mutex_);
-    for (auto &[id, event] : events_) {
+    for (auto& [id, event] : events_) {
         if (event.type == XENHSA_EVENT_MEMORY) {
             signal_locked(id, event);
         }
     }
 }
 
-Result<void> EventTable::reset(EventId id)
-{
+Result<void> EventTable::reset(EventId id) {
     std::lock_guard lock(mutex_);
     auto it = events_.find(id);
     if (it == events_.end()) {
@@ -130,14 +121,12 @@ Result<void> EventTable::reset(EventId id)
     return boost::outcome_v2::success();
 }
 
-bool EventTable::contains(EventId id)
-{
+bool EventTable::contains(EventId id) {
     std::lock_guard lock(mutex_);
     return events_.contains(id);
 }
 
-void EventTable::unregister_locked(Waiter &waiter) noexcept
-{
+void EventTable::unregister_locked(Waiter& waiter) noexcept {
     for (EventId id : waiter.ids) {
         auto it = events_.find(id);
         if (it != events_.end()) {
@@ -146,8 +135,7 @@ void EventTable::unregister_locked(Waiter &waiter) noexcept
     }
 }
 
-Result<uint32_t> EventTable::wait(std::span<const EventId> ids, bool all, uint32_t timeout_ms)
-{
+Result<uint32_t> EventTable::wait(std::span<const EventId> ids, bool all, uint32_t timeout_ms) {
     if (ids.empty() || ids.size() > kMaxWaitEvents) {
         return errc(std::errc::invalid_argument);
     }
@@ -165,7 +153,7 @@ Result<uint32_t> EventTable::wait(std::span<const EventId> ids, bool all, uint32
     waiter.ids = ids;
     try {
         for (EventId id : ids) {
-            Event &event = events_.at(id);
+            Event& event = events_.at(id);
             if (event.signaled) {
                 waiter.activated |= slots_of(waiter, id);
                 event.signaled = event.manual_reset;

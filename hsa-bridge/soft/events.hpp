@@ -10,28 +10,27 @@
 #ifndef XENHSA_HSA_SOFT_EVENTS_HPP
 #define XENHSA_HSA_SOFT_EVENTS_HPP
 
-#include <xenhsa/hsa/kfd_device.hpp>
-
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
+#include <xenhsa/hsa/kfd_device.hpp>
 
 namespace xenhsa::hsa::soft {
 
 class EventTable {
 public:
-    static constexpr size_t kMaxWaitEvents = 32; // the result is a 32-bit mask
+    static constexpr size_t kMaxWaitEvents = 32;  // the result is a 32-bit mask
 
     explicit EventTable(uint32_t max_events) noexcept : max_events_(max_events) {}
-    ~EventTable(); // ends every wait (ENOENT) and waits for the waiters to leave
-    EventTable(const EventTable &) = delete;
-    EventTable &operator=(const EventTable &) = delete;
+    ~EventTable();  // ends every wait (ENOENT) and waits for the waiters to leave
+    EventTable(const EventTable&) = delete;
+    EventTable& operator=(const EventTable&) = delete;
 
     // The caller has checked the spec's type and node.
-    Result<EventInfo> create(const EventSpec &spec);
+    Result<EventInfo> create(const EventSpec& spec);
     Result<void> destroy(EventId event);
     Result<void> set(EventId event);
     Result<void> reset(EventId event);
@@ -47,20 +46,20 @@ public:
 private:
     struct Waiter {
         std::span<const EventId> ids;
-        uint32_t activated = 0; // bit i: slot i fired
-        bool dead = false;      // an event it waits on was destroyed
+        uint32_t activated = 0;  // bit i: slot i fired
+        bool dead = false;       // an event it waits on was destroyed
     };
     struct Event {
         uint32_t event_id = 0;
         uint32_t type = 0;  // enum xenhsa_event_type
         bool manual_reset = false;
         bool signaled = false;
-        std::vector<Waiter *> waiters;
+        std::vector<Waiter*> waiters;
     };
 
-    static uint32_t slots_of(const Waiter &waiter, EventId event) noexcept;
-    void signal_locked(EventId id, Event &event) noexcept;
-    void unregister_locked(Waiter &waiter) noexcept;
+    static uint32_t slots_of(const Waiter& waiter, EventId event) noexcept;
+    void signal_locked(EventId id, Event& event) noexcept;
+    void unregister_locked(Waiter& waiter) noexcept;
 
     std::mutex mutex_;
     std::condition_variable cv_;

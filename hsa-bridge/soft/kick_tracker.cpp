@@ -2,23 +2,20 @@
 
 namespace xenhsa::hsa::soft {
 
-void KickTracker::attach(uint32_t *word) noexcept
-{
+void KickTracker::attach(uint32_t* word) noexcept {
     std::lock_guard lock(mutex_);
     word_ = word;
     store_locked(sleeping_ != 0 ? 1 : 0);
 }
 
-void KickTracker::sleeping() noexcept
-{
+void KickTracker::sleeping() noexcept {
     std::lock_guard lock(mutex_);
     if (sleeping_++ == 0) {
         store_locked(1);
     }
 }
 
-void KickTracker::awake() noexcept
-{
+void KickTracker::awake() noexcept {
     std::lock_guard lock(mutex_);
     if (sleeping_ != 0 && --sleeping_ == 0) {
         store_locked(0);
@@ -27,8 +24,7 @@ void KickTracker::awake() noexcept
 
 // Under the mutex, so stores from queues going to sleep and waking up land in the order
 // of the count they reflect.
-void KickTracker::store_locked(uint32_t value) noexcept
-{
+void KickTracker::store_locked(uint32_t value) noexcept {
     if (word_ != nullptr) {
         __atomic_store_n(word_, value, __ATOMIC_RELAXED);
     }

@@ -13,7 +13,7 @@ class KickTracker {
 public:
     // The word to keep (guest memory: only stored to, never trusted), or nullptr. Once this
     // returns, no thread touches the previous word again.
-    void attach(uint32_t *word) noexcept;
+    void attach(uint32_t* word) noexcept;
     // A queue is about to sleep until a doorbell: asks for kicks, then a full fence. The
     // caller re-checks its write pointer after this and sleeps only if it did not move.
     void sleeping() noexcept;
@@ -24,7 +24,7 @@ private:
     void store_locked(uint32_t value) noexcept;
 
     std::mutex mutex_;
-    uint32_t *word_ = nullptr;
+    uint32_t* word_ = nullptr;
     uint32_t sleeping_ = 0;
 };
 

@@ -4,25 +4,22 @@
 
 namespace xenhsa::hsa::soft {
 
-WorkerPool::WorkerPool(uint32_t threads)
-{
+WorkerPool::WorkerPool(uint32_t threads) {
     threads_.reserve(threads);
     for (uint32_t i = 0; i < threads; ++i) {
         threads_.emplace_back([this](std::stop_token stop) { work(stop); });
     }
 }
 
-WorkerPool::~WorkerPool()
-{
-    for (auto &thread : threads_) {
+WorkerPool::~WorkerPool() {
+    for (auto& thread : threads_) {
         thread.request_stop();
     }
     cv_.notify_all();
     threads_.clear();
 }
 
-void WorkerPool::submit(const std::shared_ptr<PoolTask> &task, uint32_t copies)
-{
+void WorkerPool::submit(const std::shared_ptr<PoolTask>& task, uint32_t copies) {
     copies = std::clamp<uint32_t>(copies, 1, size());
     {
         std::lock_guard lock(mutex_);
@@ -35,8 +32,7 @@ void WorkerPool::submit(const std::shared_ptr<PoolTask> &task, uint32_t copies)
     }
 }
 
-void WorkerPool::work(std::stop_token stop)
-{
+void WorkerPool::work(std::stop_token stop) {
     for (;;) {
         std::shared_ptr<PoolTask> task;
         {

@@ -24,12 +24,12 @@ public:
 class WorkerPool {
 public:
     explicit WorkerPool(uint32_t threads);
-    ~WorkerPool(); // drops tasks not started and joins the workers
-    WorkerPool(const WorkerPool &) = delete;
-    WorkerPool &operator=(const WorkerPool &) = delete;
+    ~WorkerPool();  // drops tasks not started and joins the workers
+    WorkerPool(const WorkerPool&) = delete;
+    WorkerPool& operator=(const WorkerPool&) = delete;
 
     // Hands `task` to `copies` workers (at most size()).
-    void submit(const std::shared_ptr<PoolTask> &task, uint32_t copies);
+    void submit(const std::shared_ptr<PoolTask>& task, uint32_t copies);
     [[nodiscard]] uint32_t size() const noexcept { return static_cast<uint32_t>(threads_.size()); }
 
 private:
@@ -38,7 +38,7 @@ private:
     std::mutex mutex_;
     std::condition_variable_any cv_;
     std::deque<std::shared_ptr<PoolTask>> tasks_;
-    std::vector<std::jthread> threads_; // last: joined before the rest goes
+    std::vector<std::jthread> threads_;  // last: joined before the rest goes
 };
 
 }  // namespace xenhsa::hsa::soft

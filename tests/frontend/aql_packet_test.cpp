@@ -1,9 +1,9 @@
 // AQL packet writers: ROCm's layouts, every field in place, the header written last.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/aql_packet.hpp>
 
 #include <array>
 #include <cstring>
+#include <xenhsa/frontend/aql_packet.hpp>
 
 namespace {
 
@@ -12,8 +12,7 @@ using namespace xenhsa::frontend::aql;
 struct alignas(64) Slot {
     std::array<std::byte, kPacketSize> bytes{};
     template <class Packet>
-    Packet as() const
-    {
+    Packet as() const {
         Packet p;
         std::memcpy(&p, bytes.data(), sizeof p);
         return p;
@@ -24,8 +23,7 @@ struct alignas(64) Slot {
 const uint16_t kInvalid =
     header(HSA_PACKET_TYPE_INVALID, false, HSA_FENCE_SCOPE_NONE, HSA_FENCE_SCOPE_NONE);
 
-TEST(AqlPacket, HeaderBitsFollowHsaH)
-{
+TEST(AqlPacket, HeaderBitsFollowHsaH) {
     const uint16_t h = header(HSA_PACKET_TYPE_KERNEL_DISPATCH, true, HSA_FENCE_SCOPE_AGENT,
                               HSA_FENCE_SCOPE_SYSTEM);
     EXPECT_EQ(h & 0xFF, HSA_PACKET_TYPE_KERNEL_DISPATCH);
@@ -36,8 +34,7 @@ TEST(AqlPacket, HeaderBitsFollowHsaH)
     EXPECT_EQ(header_type(kInvalid), HSA_PACKET_TYPE_INVALID);
 }
 
-DispatchSpec sample_dispatch()
-{
+DispatchSpec sample_dispatch() {
     DispatchSpec spec;
     spec.kernel_object = 0x1122334455667788ull;
     spec.kernarg_address = 0x100000001000ull;
@@ -50,8 +47,7 @@ DispatchSpec sample_dispatch()
     return spec;
 }
 
-TEST(AqlPacket, BodyLeavesTheHeaderAloneUntilPublished)
-{
+TEST(AqlPacket, BodyLeavesTheHeaderAloneUntilPublished) {
     Slot slot;
     invalidate(slot.bytes.data());
     write_dispatch_body(slot.bytes.data(), sample_dispatch());
@@ -65,8 +61,7 @@ TEST(AqlPacket, BodyLeavesTheHeaderAloneUntilPublished)
     EXPECT_EQ(p.workgroup_size_y, 2u);
 }
 
-TEST(AqlPacket, KernelDispatchLayout)
-{
+TEST(AqlPacket, KernelDispatchLayout) {
     Slot slot;
     invalidate(slot.bytes.data());
     write_dispatch(slot.bytes.data(), sample_dispatch());
@@ -94,8 +89,7 @@ TEST(AqlPacket, KernelDispatchLayout)
     EXPECT_EQ(offsetof(hsa_kernel_dispatch_packet_t, completion_signal), 56u);
 }
 
-TEST(AqlPacket, StaleBytesAreOverwritten)
-{
+TEST(AqlPacket, StaleBytesAreOverwritten) {
     Slot slot;
     std::memset(slot.bytes.data(), 0xFF, slot.bytes.size());
     invalidate(slot.bytes.data());
@@ -109,8 +103,7 @@ TEST(AqlPacket, StaleBytesAreOverwritten)
     EXPECT_EQ(p.completion_signal.handle, 0u);
 }
 
-TEST(AqlPacket, BarrierAndLayout)
-{
+TEST(AqlPacket, BarrierAndLayout) {
     Slot slot;
     std::memset(slot.bytes.data(), 0xEE, slot.bytes.size());
     invalidate(slot.bytes.data());
@@ -133,8 +126,7 @@ TEST(AqlPacket, BarrierAndLayout)
     EXPECT_EQ(offsetof(hsa_barrier_and_packet_t, completion_signal), 56u);
 }
 
-TEST(AqlPacket, BarrierOrLayout)
-{
+TEST(AqlPacket, BarrierOrLayout) {
     Slot slot;
     invalidate(slot.bytes.data());
     BarrierSpec spec;
@@ -148,8 +140,7 @@ TEST(AqlPacket, BarrierOrLayout)
     EXPECT_EQ(p.completion_signal.handle, 0u);
 }
 
-TEST(AqlPacket, PublishStoresHeaderAndSetupTogether)
-{
+TEST(AqlPacket, PublishStoresHeaderAndSetupTogether) {
     Slot slot;
     publish_header(slot.bytes.data(), 0x1234, 0xABCD);
     uint32_t word = 0;

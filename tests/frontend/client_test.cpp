@@ -1,13 +1,13 @@
 // The Client over a scripted in-process backend: HELLO's window negotiation, seqno
 // matching, indirect MAPs, and a backend that breaks the protocol or dies.
-#include "fake_link.hpp"
-
 #include <gtest/gtest.h>
+
+#include <cstring>
 #include <xenhsa/frontend/client.hpp>
 #include <xenhsa/frontend/errors.hpp>
 #include <xenhsa/frontend/probe.hpp>
 
-#include <cstring>
+#include "fake_link.hpp"
 
 namespace {
 
@@ -19,26 +19,22 @@ constexpr uint64_t kProposal = 0x300000000000ull;
 constexpr uint64_t kWindow = 1ull << 30;
 
 template <class Wire>
-Wire req_as(const xenhsa_req_slot &slot)
-{
+Wire req_as(const xenhsa_req_slot& slot) {
     return xenhsa::proto::payload_as<Wire>(slot);
 }
 
-xenhsa_hello_rsp hello_rsp(uint64_t base, uint64_t features = XENHSA_FEATURES_V1)
-{
+xenhsa_hello_rsp hello_rsp(uint64_t base, uint64_t features = XENHSA_FEATURES_V1) {
     return {1, XENHSA_RING_SLOTS(FakeLink::kOrder), features, base, kWindow, 4096, 4096, 256, 15};
 }
 
 class ClientTest : public ::testing::Test {
 protected:
-    ClientTest()
-    {
-        link_.handler = [this](const xenhsa_req_slot &r) { return answer(r); };
+    ClientTest() {
+        link_.handler = [this](const xenhsa_req_slot& r) { return answer(r); };
     }
 
     // The default backend: proposes kProposal, confirms what the guest asks, else OK.
-    std::optional<FakeAnswer> answer(const xenhsa_req_slot &req)
-    {
+    std::optional<FakeAnswer> answer(const xenhsa_req_slot& req) {
         if (req.hdr.cmd == XENHSA_CMD_HELLO) {
             const auto hello = req_as<xenhsa_hello_req>(req);
             return FakeAnswer::ok(
@@ -47,8 +43,7 @@ protected:
         return link_.default_answer(req);
     }
 
-    void connect()
-    {
+    void connect() {
         auto s = client_.hello({XENHSA_FEATURES_V1, kWindow, 0});
         ASSERT_TRUE(s) << s.error().message();
     }
@@ -59,8 +54,7 @@ protected:
     Client client_{link_, sharer_, mapper_, ClientOptions{2000ms}};
 };
 
-TEST_F(ClientTest, HelloTakesTheBackendsProposalWhenItIsFreeHere)
-{
+TEST_F(ClientTest, HelloTakesTheBackendsProposalWhenItIsFreeHere) {
     connect();
     ASSERT_EQ(link_.requests.size(), 2u);
     EXPECT_EQ(req_as<xenhsa_hello_req>(link_.requests[0]).va_base, 0u);
@@ -71,8 +65,7 @@ TEST_F(ClientTest, HelloTakesTheBackendsProposalWhenItIsFreeHere)
     EXPECT_EQ(client_.window().base(), kProposal);
 }
 
-TEST_F(ClientTest, HelloAsksForItsOwnWindowWhenTheProposalIsTakenHere)
-{
+TEST_F(ClientTest, HelloAsksForItsOwnWindowWhenTheProposalIsTakenHere) {
     auto taken = VaReservation::reserve_at(kProposal, kWindow);
     ASSERT_TRUE(taken);
     connect();
@@ -83,10 +76,9 @@ TEST_F(ClientTest, HelloAsksForItsOwnWindowWhenTheProposalIsTakenHere)
     EXPECT_EQ(client_.session()->va_base, own);
 }
 
-TEST_F(ClientTest, HelloFollowsABadAddressCounterProposal)
-{
+TEST_F(ClientTest, HelloFollowsABadAddressCounterProposal) {
     constexpr uint64_t kOther = 0x310000000000ull;
-    link_.handler = [](const xenhsa_req_slot &req) -> std::optional<FakeAnswer> {
+    link_.handler = [](const xenhsa_req_slot& req) -> std::optional<FakeAnswer> {
         const auto hello = req_as<xenhsa_hello_req>(req);
         if (hello.va_base == kOther) {
             return FakeAnswer::ok(hello_rsp(kOther));
@@ -107,9 +99,8 @@ TEST_F(ClientTest, HelloFollowsABadAddressCounterProposal)
 
 // A window the backend refuses outright (below the floor, say) comes back as BAD_ADDRESS
 // without a proposal: that is the refusal, not a broken backend (issue 11, item 4).
-TEST_F(ClientTest, HelloRefusedWithoutAProposalIsReportedAsTheRefusal)
-{
-    link_.handler = [](const xenhsa_req_slot &) -> std::optional<FakeAnswer> {
+TEST_F(ClientTest, HelloRefusedWithoutAProposalIsReportedAsTheRefusal) {
+    link_.handler = [](const xenhsa_req_slot&) -> std::optional<FakeAnswer> {
         FakeAnswer a = FakeAnswer::ok(xenhsa_hello_rsp{});
         a.status = XENHSA_STATUS_BAD_ADDRESS;
         return a;
@@ -122,9 +113,8 @@ TEST_F(ClientTest, HelloRefusedWithoutAProposalIsReportedAsTheRefusal)
     EXPECT_EQ(link_.requests.size(), 1u);
 }
 
-TEST_F(ClientTest, HelloVersionErrorIsReported)
-{
-    link_.handler = [](const xenhsa_req_slot &) -> std::optional<FakeAnswer> {
+TEST_F(ClientTest, HelloVersionErrorIsReported) {
+    link_.handler = [](const xenhsa_req_slot&) -> std::optional<FakeAnswer> {
         xenhsa_hello_rsp r{};
         r.version = 7;
         FakeAnswer a = FakeAnswer::ok(r);
@@ -137,9 +127,8 @@ TEST_F(ClientTest, HelloVersionErrorIsReported)
     EXPECT_FALSE(client_.session());
 }
 
-TEST_F(ClientTest, HelloWithAnotherRingSizeIsABrokenBackend)
-{
-    link_.handler = [](const xenhsa_req_slot &req) -> std::optional<FakeAnswer> {
+TEST_F(ClientTest, HelloWithAnotherRingSizeIsABrokenBackend) {
+    link_.handler = [](const xenhsa_req_slot& req) -> std::optional<FakeAnswer> {
         auto r = hello_rsp(kProposal);
         r.ring_slots = 32;  // we granted a 16-slot ring
         r.features &= req_as<xenhsa_hello_req>(req).features;
@@ -149,10 +138,9 @@ TEST_F(ClientTest, HelloWithAnotherRingSizeIsABrokenBackend)
     EXPECT_TRUE(link_.broken);
 }
 
-TEST_F(ClientTest, StatusErrorsComeBackAsValues)
-{
+TEST_F(ClientTest, StatusErrorsComeBackAsValues) {
     connect();
-    link_.handler = [](const xenhsa_req_slot &) {
+    link_.handler = [](const xenhsa_req_slot&) {
         return std::optional<FakeAnswer>(FakeAnswer::status_only(XENHSA_STATUS_BAD_HANDLE));
     };
     auto r = client_.unmap(Handle{77});
@@ -161,11 +149,10 @@ TEST_F(ClientTest, StatusErrorsComeBackAsValues)
     EXPECT_FALSE(client_.broken());
 }
 
-TEST_F(ClientTest, RepliesAreMatchedBySeqnoInAnyOrder)
-{
+TEST_F(ClientTest, RepliesAreMatchedBySeqnoInAnyOrder) {
     connect();
     std::vector<xenhsa_req_slot> held;
-    link_.handler = [&](const xenhsa_req_slot &req) {
+    link_.handler = [&](const xenhsa_req_slot& req) {
         held.push_back(req);
         return std::optional<FakeAnswer>{};
     };
@@ -190,10 +177,9 @@ TEST_F(ClientTest, RepliesAreMatchedBySeqnoInAnyOrder)
     EXPECT_EQ(client_.outstanding(), 0u);
 }
 
-TEST_F(ClientTest, UnknownSeqnoIsABrokenBackend)
-{
+TEST_F(ClientTest, UnknownSeqnoIsABrokenBackend) {
     connect();
-    link_.handler = [&](const xenhsa_req_slot &req) {
+    link_.handler = [&](const xenhsa_req_slot& req) {
         link_.respond(req.hdr.seqno + 1000, XENHSA_STATUS_OK, {});
         return std::optional<FakeAnswer>{};
     };
@@ -205,10 +191,9 @@ TEST_F(ClientTest, UnknownSeqnoIsABrokenBackend)
     EXPECT_EQ(client_.query_version().error(), Errc::backend_broken);
 }
 
-TEST_F(ClientTest, AReusedHandleIsABrokenBackend)
-{
+TEST_F(ClientTest, AReusedHandleIsABrokenBackend) {
     connect();
-    link_.handler = [](const xenhsa_req_slot &) {
+    link_.handler = [](const xenhsa_req_slot&) {
         return std::optional<FakeAnswer>(FakeAnswer::ok(xenhsa_handle_rsp{42}));
     };
     auto buffer = client_.allocate(1);
@@ -221,10 +206,9 @@ TEST_F(ClientTest, AReusedHandleIsABrokenBackend)
     EXPECT_EQ(second.error(), Errc::backend_broken);
 }
 
-TEST_F(ClientTest, GarbledResponseIsABrokenBackend)
-{
+TEST_F(ClientTest, GarbledResponseIsABrokenBackend) {
     connect();
-    link_.handler = [&](const xenhsa_req_slot &req) {
+    link_.handler = [&](const xenhsa_req_slot& req) {
         xenhsa_rsp_slot raw{};
         raw.hdr.seqno = req.hdr.seqno;
         raw.hdr.status = XENHSA_STATUS_OK;
@@ -235,11 +219,10 @@ TEST_F(ClientTest, GarbledResponseIsABrokenBackend)
     EXPECT_EQ(client_.unpin(Handle{9}).error(), Errc::backend_broken);
 }
 
-TEST_F(ClientTest, SilentBackendTimesOutAndTheLateReplyIsDropped)
-{
+TEST_F(ClientTest, SilentBackendTimesOutAndTheLateReplyIsDropped) {
     connect();
     std::vector<xenhsa_req_slot> held;
-    link_.handler = [&](const xenhsa_req_slot &req) {
+    link_.handler = [&](const xenhsa_req_slot& req) {
         held.push_back(req);
         return std::optional<FakeAnswer>{};
     };
@@ -256,18 +239,16 @@ TEST_F(ClientTest, SilentBackendTimesOutAndTheLateReplyIsDropped)
     EXPECT_EQ(quick.outstanding(), 0u);
 }
 
-TEST_F(ClientTest, DeadBackendIsNoticedWhileWaiting)
-{
+TEST_F(ClientTest, DeadBackendIsNoticedWhileWaiting) {
     connect();
-    link_.handler = [&](const xenhsa_req_slot &) {
+    link_.handler = [&](const xenhsa_req_slot&) {
         link_.kill_backend();
         return std::optional<FakeAnswer>{};
     };
     EXPECT_EQ(client_.event_set(Handle{1}).error(), Errc::backend_gone);
 }
 
-TEST_F(ClientTest, BuffersLiveInTheWindowAtTheirVa)
-{
+TEST_F(ClientTest, BuffersLiveInTheWindowAtTheirVa) {
     connect();
     auto a = client_.allocate(3);
     auto b = client_.allocate(1);
@@ -280,8 +261,7 @@ TEST_F(ClientTest, BuffersLiveInTheWindowAtTheirVa)
     EXPECT_EQ(client_.window().free_bytes(), free_before + 3 * 4096);
 }
 
-TEST_F(ClientTest, SmallMapListsItsRefsInline)
-{
+TEST_F(ClientTest, SmallMapListsItsRefsInline) {
     connect();
     auto buffer = client_.allocate(5);
     ASSERT_TRUE(buffer);
@@ -296,22 +276,21 @@ TEST_F(ClientTest, SmallMapListsItsRefsInline)
     }
 }
 
-TEST_F(ClientTest, LargeMapGoesThroughIndirectPages)
-{
+TEST_F(ClientTest, LargeMapGoesThroughIndirectPages) {
     connect();
     auto buffer = client_.allocate(1500);
     ASSERT_TRUE(buffer);
     std::vector<xenhsa::xen::GrantRef> listed;
-    link_.handler = [&](const xenhsa_req_slot &r) -> std::optional<FakeAnswer> {
+    link_.handler = [&](const xenhsa_req_slot& r) -> std::optional<FakeAnswer> {
         if (r.hdr.cmd == XENHSA_CMD_MAP) {
             // What the backend does: read each indirect page (once) by its grant ref.
             const auto req = req_as<xenhsa_map_req>(r);
             for (uint32_t i = 0; i < req.nrefs; ++i) {
-                const std::byte *page = sharer_.page(req.gref[i]);
+                const std::byte* page = sharer_.page(req.gref[i]);
                 if (page == nullptr) {
                     return FakeAnswer::status_only(XENHSA_STATUS_GRANT_FAILED);
                 }
-                const auto *refs = reinterpret_cast<const xenhsa::xen::GrantRef *>(page);
+                const auto* refs = reinterpret_cast<const xenhsa::xen::GrantRef*>(page);
                 listed.insert(listed.end(), refs, refs + 1024);
             }
         }
@@ -334,8 +313,7 @@ TEST_F(ClientTest, LargeMapGoesThroughIndirectPages)
     EXPECT_EQ(sharer_.page(req.gref[0]), nullptr);
 }
 
-TEST_F(ClientTest, IndirectMapNeedsTheFeature)
-{
+TEST_F(ClientTest, IndirectMapNeedsTheFeature) {
     auto s = client_.hello({XENHSA_FEATURE_GPU, kWindow, 0});
     ASSERT_TRUE(s);
     auto buffer = client_.allocate(60);
@@ -345,21 +323,19 @@ TEST_F(ClientTest, IndirectMapNeedsTheFeature)
     EXPECT_EQ(status_of(r.error()), int64_t{XENHSA_STATUS_UNSUPPORTED});
 }
 
-TEST_F(ClientTest, GpuVaMustMirrorThePin)
-{
+TEST_F(ClientTest, GpuVaMustMirrorThePin) {
     connect();
     auto pin = client_.pin(kProposal, 4096);
     ASSERT_TRUE(pin);
-    link_.handler = [](const xenhsa_req_slot &) {
+    link_.handler = [](const xenhsa_req_slot&) {
         return std::optional<FakeAnswer>(FakeAnswer::ok(xenhsa_map_to_gpu_rsp{kProposal + 4096}));
     };
     EXPECT_EQ(client_.map_to_gpu(pin.value(), 2).error(), Errc::backend_broken);
 }
 
-TEST_F(ClientTest, LendIsMappedAtItsVaAndRevokeIsDetected)
-{
+TEST_F(ClientTest, LendIsMappedAtItsVaAndRevokeIsDetected) {
     connect();
-    link_.handler = [&](const xenhsa_req_slot &r) -> std::optional<FakeAnswer> {
+    link_.handler = [&](const xenhsa_req_slot& r) -> std::optional<FakeAnswer> {
         if (r.hdr.cmd != XENHSA_CMD_LEND) {
             return answer(r);
         }
@@ -393,10 +369,9 @@ TEST_F(ClientTest, LendIsMappedAtItsVaAndRevokeIsDetected)
     EXPECT_EQ(client_.live_handles(), 0u);
 }
 
-TEST_F(ClientTest, SecondRevokeOfOneLendIsABrokenBackend)
-{
+TEST_F(ClientTest, SecondRevokeOfOneLendIsABrokenBackend) {
     connect();
-    link_.handler = [&](const xenhsa_req_slot &r) -> std::optional<FakeAnswer> {
+    link_.handler = [&](const xenhsa_req_slot& r) -> std::optional<FakeAnswer> {
         if (r.hdr.cmd != XENHSA_CMD_LEND) {
             return answer(r);
         }
@@ -416,11 +391,10 @@ TEST_F(ClientTest, SecondRevokeOfOneLendIsABrokenBackend)
     EXPECT_EQ(client_.pump(10ms).error(), Errc::backend_broken);
 }
 
-TEST_F(ClientTest, FullRingWaitsForCreditInsteadOfOverrunning)
-{
+TEST_F(ClientTest, FullRingWaitsForCreditInsteadOfOverrunning) {
     connect();
     std::vector<xenhsa_req_slot> held;
-    link_.handler = [&](const xenhsa_req_slot &req) {
+    link_.handler = [&](const xenhsa_req_slot& req) {
         held.push_back(req);
         return std::optional<FakeAnswer>{};
     };
@@ -450,10 +424,9 @@ TEST_F(ClientTest, FullRingWaitsForCreditInsteadOfOverrunning)
     EXPECT_EQ(client_.outstanding(), 0u);
 }
 
-TEST_F(ClientTest, EventWaitMaskAndTimeout)
-{
+TEST_F(ClientTest, EventWaitMaskAndTimeout) {
     connect();
-    link_.handler = [](const xenhsa_req_slot &r) -> std::optional<FakeAnswer> {
+    link_.handler = [](const xenhsa_req_slot& r) -> std::optional<FakeAnswer> {
         const auto w = req_as<xenhsa_event_wait_req>(r);
         if (w.timeout_ms == 0) {
             return FakeAnswer::status_only(XENHSA_STATUS_TIMEOUT);

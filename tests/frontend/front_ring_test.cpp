@@ -1,10 +1,10 @@
 // The guest's ring end: flow control, copy-once responses, a misbehaving backend.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/front_ring.hpp>
 
 #include <array>
 #include <cstring>
 #include <vector>
+#include <xenhsa/frontend/front_ring.hpp>
 
 namespace {
 
@@ -14,13 +14,12 @@ class FrontRingTest : public ::testing::Test {
 protected:
     static constexpr uint32_t kOrder = 0;
 
-    xenhsa_sring *shared() { return reinterpret_cast<xenhsa_sring *>(pages_.data()); }
-    std::byte *slot(uint32_t i) { return pages_.data() + xenhsa_ring_slot_offset(i, slots()); }
+    xenhsa_sring* shared() { return reinterpret_cast<xenhsa_sring*>(pages_.data()); }
+    std::byte* slot(uint32_t i) { return pages_.data() + xenhsa_ring_slot_offset(i, slots()); }
     static uint32_t slots() { return XENHSA_RING_SLOTS(kOrder); }
 
     // What a backend does: answer request `i` with `status` and publish.
-    void respond(uint32_t i, uint32_t seqno, uint32_t status)
-    {
+    void respond(uint32_t i, uint32_t seqno, uint32_t status) {
         xenhsa_encode_rsp(slot(i), seqno, status, nullptr, 0);
         xenhsa_index_store(&shared()->rsp_prod, i + 1);
     }
@@ -29,8 +28,7 @@ protected:
     FrontRing ring_{pages_, kOrder};
 };
 
-TEST_F(FrontRingTest, RequestReachesTheSharedSlotOnlyAfterPublish)
-{
+TEST_F(FrontRingTest, RequestReachesTheSharedSlotOnlyAfterPublish) {
     const xenhsa_handle_req req{5};
     ASSERT_TRUE(ring_.push(XENHSA_CMD_UNMAP, 11, std::as_bytes(std::span(&req, 1))));
     EXPECT_EQ(shared()->req_prod, 0u);
@@ -43,8 +41,7 @@ TEST_F(FrontRingTest, RequestReachesTheSharedSlotOnlyAfterPublish)
     EXPECT_EQ(xenhsa_check_req(&copy), XENHSA_STATUS_OK);
 }
 
-TEST_F(FrontRingTest, ResponsesArePoppedInOrderAndFreeTheirCredit)
-{
+TEST_F(FrontRingTest, ResponsesArePoppedInOrderAndFreeTheirCredit) {
     ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, 1, {}));
     ring_.publish();
     EXPECT_EQ(ring_.outstanding(), 1u);
@@ -59,8 +56,7 @@ TEST_F(FrontRingTest, ResponsesArePoppedInOrderAndFreeTheirCredit)
     EXPECT_EQ(ring_.outstanding(), 0u);
 }
 
-TEST_F(FrontRingTest, FullRingRefusesMoreRequests)
-{
+TEST_F(FrontRingTest, FullRingRefusesMoreRequests) {
     for (uint32_t i = 0; i < slots(); ++i) {
         ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, i, {}));
     }
@@ -69,8 +65,7 @@ TEST_F(FrontRingTest, FullRingRefusesMoreRequests)
     EXPECT_EQ(refused.error(), std::errc::no_buffer_space);
 }
 
-TEST_F(FrontRingTest, OversizedPayloadIsRefused)
-{
+TEST_F(FrontRingTest, OversizedPayloadIsRefused) {
     std::vector<std::byte> big(XENHSA_SLOT_PAYLOAD_MAX + 1);
     auto refused = ring_.push(XENHSA_CMD_MAP, 1, big);
     ASSERT_FALSE(refused);
@@ -78,8 +73,7 @@ TEST_F(FrontRingTest, OversizedPayloadIsRefused)
     EXPECT_EQ(ring_.outstanding(), 0u);
 }
 
-TEST_F(FrontRingTest, BackendAnsweringUnaskedRequestsIsAProtocolError)
-{
+TEST_F(FrontRingTest, BackendAnsweringUnaskedRequestsIsAProtocolError) {
     ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, 1, {}));
     ring_.publish();
     xenhsa_index_store(&shared()->rsp_prod, 2);  // two responses for one request
@@ -91,8 +85,7 @@ TEST_F(FrontRingTest, BackendAnsweringUnaskedRequestsIsAProtocolError)
     EXPECT_FALSE(ring_.pop());
 }
 
-TEST_F(FrontRingTest, NotifiesOnlyWhenTheBackendArmedItsEvent)
-{
+TEST_F(FrontRingTest, NotifiesOnlyWhenTheBackendArmedItsEvent) {
     shared()->req_event = 1;
     ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, 1, {}));
     EXPECT_TRUE(ring_.publish());
@@ -100,8 +93,7 @@ TEST_F(FrontRingTest, NotifiesOnlyWhenTheBackendArmedItsEvent)
     EXPECT_FALSE(ring_.publish()) << "backend busy: no kick";
 }
 
-TEST_F(FrontRingTest, FinalCheckArmsTheResponseEventPastWhatWasConsumed)
-{
+TEST_F(FrontRingTest, FinalCheckArmsTheResponseEventPastWhatWasConsumed) {
     EXPECT_EQ(shared()->rsp_event, 1u) << "initialised as SHARED_RING_INIT does";
     ASSERT_TRUE(ring_.push(XENHSA_CMD_EVENT_SET, 1, {}));
     ring_.publish();
@@ -112,8 +104,7 @@ TEST_F(FrontRingTest, FinalCheckArmsTheResponseEventPastWhatWasConsumed)
     EXPECT_EQ(shared()->rsp_event, 2u);
 }
 
-TEST(FrontRingCtor, RejectsPagesSmallerThanTheOrder)
-{
+TEST(FrontRingCtor, RejectsPagesSmallerThanTheOrder) {
     std::array<std::byte, XENHSA_PAGE_SIZE> one_page{};
     EXPECT_THROW(FrontRing(one_page, 1), std::invalid_argument);
     EXPECT_THROW(FrontRing(one_page, XENHSA_RING_MAX_ORDER + 1), std::invalid_argument);

@@ -1,25 +1,23 @@
 // Page lists: inline grant refs up to 52, indirect pages of 1024 refs beyond.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/grant_list.hpp>
 
 #include <cstring>
 #include <numeric>
 #include <vector>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/grant_list.hpp>
 
 namespace {
 
 using namespace xenhsa::frontend;
 
-std::vector<GrantRef> refs_from(GrantRef first, std::size_t n)
-{
+std::vector<GrantRef> refs_from(GrantRef first, std::size_t n) {
     std::vector<GrantRef> refs(n);
     std::iota(refs.begin(), refs.end(), first);
     return refs;
 }
 
-TEST(GrantList, IndirectPageCounts)
-{
+TEST(GrantList, IndirectPageCounts) {
     EXPECT_FALSE(needs_indirect(52));
     EXPECT_TRUE(needs_indirect(53));
     EXPECT_EQ(indirect_pages_for(1), 1u);
@@ -28,8 +26,7 @@ TEST(GrantList, IndirectPageCounts)
     EXPECT_EQ(indirect_pages_for(XENHSA_MAP_MAX_PAGES), 52u);
 }
 
-TEST(GrantList, PackWritesRefsInOrderAndZeroesTheTail)
-{
+TEST(GrantList, PackWritesRefsInOrderAndZeroesTheTail) {
     const auto refs = refs_from(100, 1500);
     std::vector<std::byte> pages(2 * XENHSA_PAGE_SIZE, std::byte{0xAB});
     ASSERT_TRUE(pack_indirect(refs, pages));
@@ -43,8 +40,7 @@ TEST(GrantList, PackWritesRefsInOrderAndZeroesTheTail)
     }
 }
 
-TEST(GrantList, PackRefusesWrongPageCount)
-{
+TEST(GrantList, PackRefusesWrongPageCount) {
     const auto refs = refs_from(1, 1025);
     std::vector<std::byte> one(XENHSA_PAGE_SIZE);
     EXPECT_EQ(pack_indirect(refs, one).error(), std::errc::invalid_argument);
@@ -53,8 +49,7 @@ TEST(GrantList, PackRefusesWrongPageCount)
     EXPECT_EQ(pack_indirect({}, one).error(), std::errc::invalid_argument);
 }
 
-TEST(GrantList, DirectMapRequestPassesTheSharedChecks)
-{
+TEST(GrantList, DirectMapRequestPassesTheSharedChecks) {
     const auto refs = refs_from(7, 52);
     auto req = make_map_req(0x100000000000ull, refs, true, {});
     ASSERT_TRUE(req);
@@ -65,8 +60,7 @@ TEST(GrantList, DirectMapRequestPassesTheSharedChecks)
     EXPECT_EQ(xenhsa_check_map_req(&req.value()), uint32_t{XENHSA_STATUS_OK});
 }
 
-TEST(GrantList, IndirectMapRequestNamesTheIndirectPages)
-{
+TEST(GrantList, IndirectMapRequestNamesTheIndirectPages) {
     const auto refs = refs_from(1000, 3000);
     const auto indirect = refs_from(9, 3);
     auto req = make_map_req(0x100000000000ull, refs, false, indirect);
@@ -80,8 +74,7 @@ TEST(GrantList, IndirectMapRequestNamesTheIndirectPages)
     EXPECT_EQ(xenhsa_check_map_req(&req.value()), uint32_t{XENHSA_STATUS_OK});
 }
 
-TEST(GrantList, MapRequestRefusesWrongIndirectCounts)
-{
+TEST(GrantList, MapRequestRefusesWrongIndirectCounts) {
     const auto refs = refs_from(1, 2000);
     EXPECT_FALSE(make_map_req(0x100000000000ull, refs, true, refs_from(1, 1)));
     EXPECT_FALSE(make_map_req(0x100000000000ull, refs, true, refs_from(1, 3)));
@@ -90,8 +83,7 @@ TEST(GrantList, MapRequestRefusesWrongIndirectCounts)
                               refs_from(1, 53)));
 }
 
-TEST(GrantList, UnpackRoundTripsAPackedList)
-{
+TEST(GrantList, UnpackRoundTripsAPackedList) {
     const auto refs = refs_from(77, 2049);
     std::vector<std::byte> pages(3 * XENHSA_PAGE_SIZE);
     ASSERT_TRUE(pack_indirect(refs, pages));
@@ -100,8 +92,7 @@ TEST(GrantList, UnpackRoundTripsAPackedList)
     EXPECT_EQ(back.value(), refs);
 }
 
-TEST(GrantList, UnpackRejectsAHostileTailOrSize)
-{
+TEST(GrantList, UnpackRejectsAHostileTailOrSize) {
     const auto refs = refs_from(77, 100);
     std::vector<std::byte> pages(XENHSA_PAGE_SIZE);
     ASSERT_TRUE(pack_indirect(refs, pages));
@@ -113,8 +104,7 @@ TEST(GrantList, UnpackRejectsAHostileTailOrSize)
     EXPECT_TRUE(unpack_indirect(pages, 100));
 }
 
-TEST(GrantList, InlineRefsOfALendResponse)
-{
+TEST(GrantList, InlineRefsOfALendResponse) {
     xenhsa_lend_rsp rsp{};
     rsp.npages = 3;
     rsp.nrefs = 3;

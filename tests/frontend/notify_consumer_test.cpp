@@ -1,9 +1,9 @@
 // The notify page consumer against an honest and a hostile producer.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/notify_consumer.hpp>
 
 #include <array>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/notify_consumer.hpp>
 
 namespace {
 
@@ -11,11 +11,10 @@ using namespace xenhsa::frontend;
 
 class NotifyConsumerTest : public ::testing::Test {
 protected:
-    xenhsa_notify_page &page() { return *reinterpret_cast<xenhsa_notify_page *>(bytes_.data()); }
+    xenhsa_notify_page& page() { return *reinterpret_cast<xenhsa_notify_page*>(bytes_.data()); }
 
     // What the backend does: write record `index`, then publish prod = index + 1.
-    void produce(uint32_t index, xenhsa_notify record)
-    {
+    void produce(uint32_t index, xenhsa_notify record) {
         page().slot[index & (XENHSA_NOTIFY_SLOTS - 1)] = record;
         xenhsa_index_store(&page().prod, index + 1);
     }
@@ -24,16 +23,14 @@ protected:
     NotifyConsumer consumer_{bytes_};
 };
 
-TEST_F(NotifyConsumerTest, NothingPublishedNothingConsumed)
-{
+TEST_F(NotifyConsumerTest, NothingPublishedNothingConsumed) {
     auto none = consumer_.poll();
     ASSERT_TRUE(none);
     EXPECT_TRUE(none.value().empty());
     EXPECT_EQ(page().cons, 0u);
 }
 
-TEST_F(NotifyConsumerTest, RecordsComeInOrderAndAreAcknowledged)
-{
+TEST_F(NotifyConsumerTest, RecordsComeInOrderAndAreAcknowledged) {
     produce(0, {XENHSA_NOTIFY_REVOKED, 0, 7, 0x1000, 2});
     produce(1, {XENHSA_NOTIFY_GPU_FAULT, 0, 9, 0xdead000, 0});
     auto got = consumer_.poll();
@@ -46,8 +43,7 @@ TEST_F(NotifyConsumerTest, RecordsComeInOrderAndAreAcknowledged)
     EXPECT_EQ(consumer_.consumed(), 2u);
 }
 
-TEST_F(NotifyConsumerTest, ConsumerIndexIsPrivateNotReadBack)
-{
+TEST_F(NotifyConsumerTest, ConsumerIndexIsPrivateNotReadBack) {
     produce(0, {XENHSA_NOTIFY_REVOKED, 0, 1, 0, 1});
     ASSERT_TRUE(consumer_.poll());
     page().cons = 1000;  // the backend scribbles over our index
@@ -59,8 +55,7 @@ TEST_F(NotifyConsumerTest, ConsumerIndexIsPrivateNotReadBack)
     EXPECT_EQ(page().cons, 2u);
 }
 
-TEST_F(NotifyConsumerTest, ExactlyAFullPageIsAccepted)
-{
+TEST_F(NotifyConsumerTest, ExactlyAFullPageIsAccepted) {
     for (uint32_t i = 0; i < XENHSA_NOTIFY_SLOTS; ++i) {
         produce(i, {XENHSA_NOTIFY_REVOKED, 0, i + 1, 0, 1});
     }
@@ -69,8 +64,7 @@ TEST_F(NotifyConsumerTest, ExactlyAFullPageIsAccepted)
     EXPECT_EQ(got.value().size(), std::size_t{XENHSA_NOTIFY_SLOTS});
 }
 
-TEST_F(NotifyConsumerTest, ProducerRunningAheadIsBroken)
-{
+TEST_F(NotifyConsumerTest, ProducerRunningAheadIsBroken) {
     xenhsa_index_store(&page().prod, XENHSA_NOTIFY_SLOTS + 1);
     auto got = consumer_.poll();
     ASSERT_FALSE(got);
@@ -82,30 +76,26 @@ TEST_F(NotifyConsumerTest, ProducerRunningAheadIsBroken)
     EXPECT_TRUE(consumer_.broken());
 }
 
-TEST_F(NotifyConsumerTest, ProducerGoingBackwardsIsBroken)
-{
+TEST_F(NotifyConsumerTest, ProducerGoingBackwardsIsBroken) {
     produce(0, {XENHSA_NOTIFY_REVOKED, 0, 1, 0, 1});
     ASSERT_TRUE(consumer_.poll());
     xenhsa_index_store(&page().prod, 0);  // behind cons: prod - cons wraps to 2^32 - 1
     EXPECT_EQ(consumer_.poll().error(), Errc::backend_broken);
 }
 
-TEST_F(NotifyConsumerTest, UnknownTypeOrPadIsBrokenAndNothingIsActedOn)
-{
+TEST_F(NotifyConsumerTest, UnknownTypeOrPadIsBrokenAndNothingIsActedOn) {
     produce(0, {XENHSA_NOTIFY_REVOKED, 0, 1, 0, 1});
     produce(1, {XENHSA_NOTIFY_TYPE_COUNT_, 0, 2, 0, 0});
     EXPECT_EQ(consumer_.poll().error(), Errc::backend_broken);
     EXPECT_EQ(page().cons, 0u);
 }
 
-TEST_F(NotifyConsumerTest, NonzeroPadIsBroken)
-{
+TEST_F(NotifyConsumerTest, NonzeroPadIsBroken) {
     produce(0, {XENHSA_NOTIFY_GPU_FAULT, 1, 1, 0, 0});
     EXPECT_EQ(consumer_.poll().error(), Errc::backend_broken);
 }
 
-TEST_F(NotifyConsumerTest, TypeZeroIsBroken)
-{
+TEST_F(NotifyConsumerTest, TypeZeroIsBroken) {
     produce(0, {0, 0, 1, 0, 0});
     EXPECT_EQ(consumer_.poll().error(), Errc::backend_broken);
 }

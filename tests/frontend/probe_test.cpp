@@ -1,13 +1,12 @@
 // probe(): a revoked page (SIGBUS) or an inaccessible one (SIGSEGV) is reported, not fatal.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/errors.hpp>
-#include <xenhsa/frontend/probe.hpp>
-
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstring>
 #include <thread>
+#include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/probe.hpp>
 
 namespace {
 
@@ -18,17 +17,15 @@ constexpr std::size_t kPage = 4096;
 // Two pages of a memfd mapped shared, as the simulated hypervisor maps a LEND.
 class MemfdMapping {
 public:
-    MemfdMapping()
-    {
+    MemfdMapping() {
         fd_ = memfd_create("probe-test", MFD_CLOEXEC);
         if (fd_ < 0 || ftruncate(fd_, 2 * kPage) != 0) {
             return;
         }
-        void *p = mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
-        addr_ = p == MAP_FAILED ? nullptr : static_cast<std::byte *>(p);
+        void* p = mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+        addr_ = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
     }
-    ~MemfdMapping()
-    {
+    ~MemfdMapping() {
         if (addr_ != nullptr) {
             munmap(addr_, 2 * kPage);
         }
@@ -38,15 +35,14 @@ public:
     }
     // What enforced revoke does: the segment is truncated under the mapping.
     bool truncate() { return ftruncate(fd_, 0) == 0; }
-    std::byte *addr() const { return addr_; }
+    std::byte* addr() const { return addr_; }
 
 private:
     int fd_ = -1;
-    std::byte *addr_ = nullptr;
+    std::byte* addr_ = nullptr;
 };
 
-TEST(Probe, LivePageReadsAndWrites)
-{
+TEST(Probe, LivePageReadsAndWrites) {
     MemfdMapping m;
     ASSERT_NE(m.addr(), nullptr);
     m.addr()[10] = std::byte{42};
@@ -56,8 +52,7 @@ TEST(Probe, LivePageReadsAndWrites)
     EXPECT_TRUE(probe_range(m.addr(), 2 * kPage));
 }
 
-TEST(Probe, TruncatedMemfdIsRevokedAccess)
-{
+TEST(Probe, TruncatedMemfdIsRevokedAccess) {
     MemfdMapping m;
     ASSERT_NE(m.addr(), nullptr);
     ASSERT_TRUE(m.truncate());
@@ -70,25 +65,22 @@ TEST(Probe, TruncatedMemfdIsRevokedAccess)
     EXPECT_EQ(probe(m.addr() + 5).error(), Errc::revoked_access);
 }
 
-TEST(Probe, ProtNoneIsAccessFault)
-{
-    void *p = mmap(nullptr, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+TEST(Probe, ProtNoneIsAccessFault) {
+    void* p = mmap(nullptr, kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);
     EXPECT_EQ(probe(p).error(), Errc::access_fault);
     munmap(p, kPage);
 }
 
-TEST(Probe, WriteToReadOnlyIsAccessFault)
-{
-    void *p = mmap(nullptr, kPage, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+TEST(Probe, WriteToReadOnlyIsAccessFault) {
+    void* p = mmap(nullptr, kPage, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(p, MAP_FAILED);
     EXPECT_TRUE(probe(p));
     EXPECT_EQ(probe(p, ProbeAccess::write).error(), Errc::access_fault);
     munmap(p, kPage);
 }
 
-TEST(Probe, CopyStopsAtTheRevokedPage)
-{
+TEST(Probe, CopyStopsAtTheRevokedPage) {
     MemfdMapping m;
     ASSERT_NE(m.addr(), nullptr);
     std::memset(m.addr(), 0x5A, 2 * kPage);
@@ -99,8 +91,7 @@ TEST(Probe, CopyStopsAtTheRevokedPage)
     EXPECT_EQ(probed_copy(out.data(), m.addr(), out.size()).error(), Errc::revoked_access);
 }
 
-TEST(Probe, WorksOnOtherThreads)
-{
+TEST(Probe, WorksOnOtherThreads) {
     MemfdMapping m;
     ASSERT_NE(m.addr(), nullptr);
     ASSERT_TRUE(m.truncate());
@@ -113,15 +104,14 @@ TEST(Probe, WorksOnOtherThreads)
     EXPECT_EQ(seen, Errc::revoked_access);
 }
 
-TEST(ProbeDeathTest, FaultOutsideAProbeStillKills)
-{
+TEST(ProbeDeathTest, FaultOutsideAProbeStillKills) {
     MemfdMapping m;
     ASSERT_NE(m.addr(), nullptr);
     ASSERT_TRUE(probe(m.addr()));  // handlers installed
     ASSERT_TRUE(m.truncate());
     EXPECT_DEATH(
         {
-            volatile auto *p = reinterpret_cast<volatile unsigned char *>(m.addr());
+            volatile auto* p = reinterpret_cast<volatile unsigned char*>(m.addr());
             (void)*p;
         },
         "");

@@ -1,5 +1,6 @@
 // The guest's response checks: every answer a broken backend may give is caught.
 #include <gtest/gtest.h>
+
 #include <xenhsa/frontend/response_check.hpp>
 
 namespace {
@@ -7,26 +8,20 @@ namespace {
 using namespace xenhsa::frontend;
 
 template <class Wire>
-SentRequest sent(uint32_t cmd, const Wire &req)
-{
+SentRequest sent(uint32_t cmd, const Wire& req) {
     return SentRequest{cmd, Payload::of_wire(req)};
 }
 
-SentRequest sent_handle(uint32_t cmd)
-{
-    return sent(cmd, xenhsa_handle_req{5});
-}
+SentRequest sent_handle(uint32_t cmd) { return sent(cmd, xenhsa_handle_req{5}); }
 
 template <class Wire>
-xenhsa_rsp_slot rsp(uint32_t status, const Wire &payload)
-{
+xenhsa_rsp_slot rsp(uint32_t status, const Wire& payload) {
     xenhsa_rsp_slot slot{};
     xenhsa_encode_rsp(&slot, 1, status, &payload, sizeof payload);
     return slot;
 }
 
-xenhsa_rsp_slot rsp_empty(uint32_t status)
-{
+xenhsa_rsp_slot rsp_empty(uint32_t status) {
     xenhsa_rsp_slot slot{};
     xenhsa_encode_rsp(&slot, 1, status, nullptr, 0);
     return slot;
@@ -34,8 +29,7 @@ xenhsa_rsp_slot rsp_empty(uint32_t status)
 
 constexpr uint64_t kVa = 0x100000000000ull;
 
-TEST(ResponseCheck, HeaderLengthMustMatchTheCommand)
-{
+TEST(ResponseCheck, HeaderLengthMustMatchTheCommand) {
     auto ok = rsp(XENHSA_STATUS_OK, xenhsa_handle_rsp{3});
     EXPECT_EQ(check_response(ok, sent_handle(XENHSA_CMD_UNMAP)),
               uint32_t{XENHSA_STATUS_BAD_LENGTH});
@@ -47,8 +41,7 @@ TEST(ResponseCheck, HeaderLengthMustMatchTheCommand)
               uint32_t{XENHSA_STATUS_BAD_LENGTH});
 }
 
-TEST(ResponseCheck, UnknownStatusAndPadAreBroken)
-{
+TEST(ResponseCheck, UnknownStatusAndPadAreBroken) {
     auto bad = rsp_empty(XENHSA_STATUS_COUNT_);
     EXPECT_EQ(check_response(bad, sent_handle(XENHSA_CMD_FREE)),
               uint32_t{XENHSA_STATUS_BAD_ARGUMENT});
@@ -57,8 +50,7 @@ TEST(ResponseCheck, UnknownStatusAndPadAreBroken)
     EXPECT_EQ(check_response(pad, sent_handle(XENHSA_CMD_FREE)), uint32_t{XENHSA_STATUS_BAD_PAD});
 }
 
-TEST(ResponseCheck, NewHandlesMustBeNonzero)
-{
+TEST(ResponseCheck, NewHandlesMustBeNonzero) {
     const xenhsa_pin_req pin{kVa, 4096, 0, 0};
     EXPECT_EQ(
         check_response(rsp(XENHSA_STATUS_OK, xenhsa_handle_rsp{0}), sent(XENHSA_CMD_PIN, pin)),
@@ -68,8 +60,7 @@ TEST(ResponseCheck, NewHandlesMustBeNonzero)
         uint32_t{XENHSA_STATUS_OK});
 }
 
-TEST(ResponseCheck, HelloMustStayInsideTheRequest)
-{
+TEST(ResponseCheck, HelloMustStayInsideTheRequest) {
     const xenhsa_hello_req req{1, 1, XENHSA_FEATURE_GPU, 0, 1ull << 32};
     xenhsa_hello_rsp good{1, 16, XENHSA_FEATURE_GPU, kVa, 1ull << 32, 100, 100, 100, 15};
     EXPECT_EQ(check_response(rsp(XENHSA_STATUS_OK, good), sent(XENHSA_CMD_HELLO, req)),
@@ -92,8 +83,7 @@ TEST(ResponseCheck, HelloMustStayInsideTheRequest)
               uint32_t{XENHSA_STATUS_OK});
 }
 
-TEST(ResponseCheck, HelloErrorsCarryThePayloadAndAValidProposal)
-{
+TEST(ResponseCheck, HelloErrorsCarryThePayloadAndAValidProposal) {
     const xenhsa_hello_req req{1, 1, 0, kVa, 1ull << 32};
     xenhsa_hello_rsp proposal{};
     proposal.va_base = kVa + (1ull << 32);
@@ -108,8 +98,7 @@ TEST(ResponseCheck, HelloErrorsCarryThePayloadAndAValidProposal)
               uint32_t{XENHSA_STATUS_BAD_LENGTH});
 }
 
-TEST(ResponseCheck, AllocMustLandWhereAsked)
-{
+TEST(ResponseCheck, AllocMustLandWhereAsked) {
     const xenhsa_alloc_req asked{kVa, 8192, 0, 0};
     EXPECT_EQ(check_response(rsp(XENHSA_STATUS_OK, xenhsa_alloc_rsp{4, kVa}),
                              sent(XENHSA_CMD_ALLOC, asked)),
@@ -129,8 +118,7 @@ TEST(ResponseCheck, AllocMustLandWhereAsked)
               uint32_t{XENHSA_STATUS_BAD_HANDLE});
 }
 
-TEST(ResponseCheck, LendUsesTheSharedCheck)
-{
+TEST(ResponseCheck, LendUsesTheSharedCheck) {
     const xenhsa_lend_req req{kVa, 2, XENHSA_MAP_RW};
     xenhsa_lend_rsp good{};
     good.handle = 3;
@@ -151,8 +139,7 @@ TEST(ResponseCheck, LendUsesTheSharedCheck)
               uint32_t{XENHSA_STATUS_BAD_PAD});
 }
 
-TEST(ResponseCheck, QueueCreateDoorbellMustFitThePage)
-{
+TEST(ResponseCheck, QueueCreateDoorbellMustFitThePage) {
     const xenhsa_queue_create_req req{0, 1, 100, 0, kVa, 4096, kVa + 4096, kVa + 4104, 0};
     EXPECT_EQ(check_response(rsp(XENHSA_STATUS_OK, xenhsa_queue_create_rsp{2, 503, 0}),
                              sent(XENHSA_CMD_QUEUE_CREATE, req)),
@@ -162,8 +149,7 @@ TEST(ResponseCheck, QueueCreateDoorbellMustFitThePage)
               uint32_t{XENHSA_STATUS_BAD_ARGUMENT});
 }
 
-TEST(ResponseCheck, QueryChunkMustStayInsideTheResult)
-{
+TEST(ResponseCheck, QueryChunkMustStayInsideTheResult) {
     const xenhsa_query_req req{XENHSA_QUERY_NODE, 0, 0, 224};
     xenhsa_query_rsp q{};
     q.total_len = 296;
@@ -179,8 +165,7 @@ TEST(ResponseCheck, QueryChunkMustStayInsideTheResult)
               uint32_t{XENHSA_STATUS_BAD_PAD});
 }
 
-TEST(ResponseCheck, EventCreateAndWaitPayloads)
-{
+TEST(ResponseCheck, EventCreateAndWaitPayloads) {
     const xenhsa_event_create_req create{0, 0, 0, 0};
     EXPECT_EQ(check_response(rsp(XENHSA_STATUS_OK, xenhsa_event_create_rsp{1, 7, 0, kVa}),
                              sent(XENHSA_CMD_EVENT_CREATE, create)),
@@ -218,8 +203,7 @@ TEST(ResponseCheck, EventCreateAndWaitPayloads)
               uint32_t{XENHSA_STATUS_OK});
 }
 
-TEST(ResponseCheck, MapToGpuAddressMustBeAPageAlignedVa)
-{
+TEST(ResponseCheck, MapToGpuAddressMustBeAPageAlignedVa) {
     const xenhsa_map_to_gpu_req req{5, 1, 0, 0};
     EXPECT_EQ(check_response(rsp(XENHSA_STATUS_OK, xenhsa_map_to_gpu_rsp{kVa}),
                              sent(XENHSA_CMD_MAP_TO_GPU, req)),
@@ -229,8 +213,7 @@ TEST(ResponseCheck, MapToGpuAddressMustBeAPageAlignedVa)
               uint32_t{XENHSA_STATUS_BAD_ADDRESS});
 }
 
-TEST(ResponseCheck, UnknownCommandMayOnlyGetAnError)
-{
+TEST(ResponseCheck, UnknownCommandMayOnlyGetAnError) {
     SentRequest garbage{0x77, {}};
     EXPECT_EQ(check_response(rsp_empty(XENHSA_STATUS_BAD_COMMAND), garbage),
               uint32_t{XENHSA_STATUS_OK});
@@ -244,8 +227,7 @@ TEST(ResponseCheck, UnknownCommandMayOnlyGetAnError)
 namespace {
 
 // A raw slot a hostile guest sent that fails its own checks: only an error may answer it.
-TEST(ResponseCheck, AnInvalidRawRequestMustNotBeAnsweredOk)
-{
+TEST(ResponseCheck, AnInvalidRawRequestMustNotBeAnsweredOk) {
     SentRequest invalid = sent_handle(XENHSA_CMD_UNMAP);
     invalid.valid = false;
     EXPECT_EQ(check_response(rsp_empty(XENHSA_STATUS_OK), invalid), XENHSA_STATUS_BAD_ARGUMENT);

@@ -1,12 +1,11 @@
 // The guest's VA window: PROT_NONE reservations and the allocator that places buffers.
 #include <gtest/gtest.h>
-#include <xenhsa/frontend/va_window.hpp>
-#include <xenhsa/proto/common.h>
-
 #include <sys/mman.h>
+#include <xenhsa/proto/common.h>
 
 #include <cerrno>
 #include <vector>
+#include <xenhsa/frontend/va_window.hpp>
 
 namespace {
 
@@ -16,8 +15,7 @@ using xenhsa::frontend::VaReservation;
 constexpr uint64_t kPage = 4096;
 constexpr uint64_t kBase = 0x100000000000ull;
 
-TEST(VaAllocator, HandsOutPageAlignedDisjointRanges)
-{
+TEST(VaAllocator, HandsOutPageAlignedDisjointRanges) {
     VaAllocator va(kBase, 64 * kPage);
     auto a = va.allocate(1);
     auto b = va.allocate(3 * kPage);
@@ -27,8 +25,7 @@ TEST(VaAllocator, HandsOutPageAlignedDisjointRanges)
     EXPECT_EQ(va.free_bytes(), 60 * kPage);
 }
 
-TEST(VaAllocator, HonoursAlignment)
-{
+TEST(VaAllocator, HonoursAlignment) {
     VaAllocator va(kBase + kPage, 256 * kPage);
     auto a = va.allocate(kPage, 64 * kPage);
     ASSERT_TRUE(a);
@@ -37,8 +34,7 @@ TEST(VaAllocator, HonoursAlignment)
     EXPECT_FALSE(va.allocate(kPage, 16));         // below a page
 }
 
-TEST(VaAllocator, ExhaustionIsEnomemAndReleaseMakesRoomAgain)
-{
+TEST(VaAllocator, ExhaustionIsEnomemAndReleaseMakesRoomAgain) {
     VaAllocator va(kBase, 4 * kPage);
     std::vector<uint64_t> got;
     for (int i = 0; i < 4; ++i) {
@@ -56,8 +52,7 @@ TEST(VaAllocator, ExhaustionIsEnomemAndReleaseMakesRoomAgain)
     EXPECT_EQ(two.value(), got[1]);
 }
 
-TEST(VaAllocator, ReleaseMergesNeighboursBackIntoOneRange)
-{
+TEST(VaAllocator, ReleaseMergesNeighboursBackIntoOneRange) {
     VaAllocator va(kBase, 16 * kPage);
     auto a = va.allocate(4 * kPage);
     auto b = va.allocate(4 * kPage);
@@ -71,8 +66,7 @@ TEST(VaAllocator, ReleaseMergesNeighboursBackIntoOneRange)
     EXPECT_EQ(va.free_bytes(), 16 * kPage);
 }
 
-TEST(VaAllocator, DoubleFreeAndForeignRangesAreRejected)
-{
+TEST(VaAllocator, DoubleFreeAndForeignRangesAreRejected) {
     VaAllocator va(kBase, 16 * kPage);
     auto a = va.allocate(2 * kPage);
     ASSERT_TRUE(a);
@@ -84,8 +78,7 @@ TEST(VaAllocator, DoubleFreeAndForeignRangesAreRejected)
     EXPECT_EQ(va.free_bytes(), 16 * kPage);
 }
 
-TEST(VaAllocator, PartlyFreeRangeCannotBeReleased)
-{
+TEST(VaAllocator, PartlyFreeRangeCannotBeReleased) {
     VaAllocator va(kBase, 8 * kPage);
     auto a = va.allocate(2 * kPage);
     ASSERT_TRUE(a);
@@ -94,8 +87,7 @@ TEST(VaAllocator, PartlyFreeRangeCannotBeReleased)
     EXPECT_EQ(va.free_bytes(), 6 * kPage);
 }
 
-TEST(VaAllocator, ClaimTakesExactlyTheBackendsChoice)
-{
+TEST(VaAllocator, ClaimTakesExactlyTheBackendsChoice) {
     VaAllocator va(kBase, 16 * kPage);
     ASSERT_TRUE(va.claim(kBase + 4 * kPage, 2 * kPage));
     EXPECT_EQ(va.claim(kBase + 5 * kPage, kPage).error(), std::errc::address_in_use);
@@ -107,8 +99,7 @@ TEST(VaAllocator, ClaimTakesExactlyTheBackendsChoice)
     ASSERT_TRUE(va.release(kBase + 4 * kPage, 2 * kPage));
 }
 
-TEST(VaReservation, ReservesAnywhereWithNoAccess)
-{
+TEST(VaReservation, ReservesAnywhereWithNoAccess) {
     auto r = VaReservation::reserve(1ull << 30);
     ASSERT_TRUE(r);
     EXPECT_NE(r.value().base(), 0u);
@@ -117,11 +108,10 @@ TEST(VaReservation, ReservesAnywhereWithNoAccess)
     EXPECT_FALSE(r.value().contains(r.value().base(), (1ull << 30) + kPage));
     // PROT_NONE: mprotect-able, but there is no access (probe_test checks the fault).
     unsigned char vec = 0;
-    EXPECT_EQ(mincore(reinterpret_cast<void *>(r.value().base()), kPage, &vec), 0);
+    EXPECT_EQ(mincore(reinterpret_cast<void*>(r.value().base()), kPage, &vec), 0);
 }
 
-TEST(VaReservation, FixedReservationNeverReplacesAMapping)
-{
+TEST(VaReservation, FixedReservationNeverReplacesAMapping) {
     auto first = VaReservation::reserve(64 * kPage);
     ASSERT_TRUE(first);
     auto clash = VaReservation::reserve_at(first.value().base() + 8 * kPage, 4 * kPage);
@@ -134,16 +124,14 @@ TEST(VaReservation, FixedReservationNeverReplacesAMapping)
     EXPECT_EQ(again.value().base(), base);
 }
 
-TEST(VaReservation, RejectsUnalignedAndOutOfRange)
-{
+TEST(VaReservation, RejectsUnalignedAndOutOfRange) {
     EXPECT_EQ(VaReservation::reserve_at(kBase + 1, kPage).error(), std::errc::invalid_argument);
     EXPECT_EQ(VaReservation::reserve_at(XENHSA_VA_LIMIT - kPage, 2 * kPage).error(),
               std::errc::invalid_argument);
     EXPECT_EQ(VaReservation::reserve(0).error(), std::errc::invalid_argument);
 }
 
-TEST(VaReservation, MoveTransfersOwnership)
-{
+TEST(VaReservation, MoveTransfersOwnership) {
     auto r = VaReservation::reserve(4 * kPage);
     ASSERT_TRUE(r);
     VaReservation moved = std::move(r.value());

@@ -1,10 +1,9 @@
 /* The protocol used from C11, as a guest kernel driver or C library would. */
-#include <xenhsa/proto.h>
-
 #include "c_usage.h"
 
-void xenhsa_c_get_sizes(struct xenhsa_c_sizes *out)
-{
+#include <xenhsa/proto.h>
+
+void xenhsa_c_get_sizes(struct xenhsa_c_sizes* out) {
     out->sring = sizeof(struct xenhsa_sring);
     out->slot = sizeof(union xenhsa_slot);
     out->hello_req = sizeof(struct xenhsa_hello_req);
@@ -19,8 +18,7 @@ void xenhsa_c_get_sizes(struct xenhsa_c_sizes *out)
     out->map_gref_offset = offsetof(struct xenhsa_map_req, gref);
 }
 
-uint32_t xenhsa_c_encode_and_check_map(uint32_t npages, uint32_t nrefs)
-{
+uint32_t xenhsa_c_encode_and_check_map(uint32_t npages, uint32_t nrefs) {
     struct xenhsa_map_req req;
     struct xenhsa_req_slot shared;
     struct xenhsa_req_slot copy;

@@ -13,7 +13,7 @@ struct xenhsa_c_sizes {
     uint64_t queue_create_req, event_wait_req, notify_page, doorbell_page, map_gref_offset;
 };
 
-void xenhsa_c_get_sizes(struct xenhsa_c_sizes *out);
+void xenhsa_c_get_sizes(struct xenhsa_c_sizes* out);
 uint32_t xenhsa_c_encode_and_check_map(uint32_t npages, uint32_t nrefs);
 
 #ifdef __cplusplus

@@ -8,8 +8,7 @@
 
 namespace {
 
-TEST(ProtoFromC, LayoutAgreesBetweenCAndCxx)
-{
+TEST(ProtoFromC, LayoutAgreesBetweenCAndCxx) {
     xenhsa_c_sizes c{};
     xenhsa_c_get_sizes(&c);
     EXPECT_EQ(c.sring, sizeof(xenhsa_sring));
@@ -26,8 +25,7 @@ TEST(ProtoFromC, LayoutAgreesBetweenCAndCxx)
     EXPECT_EQ(c.map_gref_offset, offsetof(xenhsa_map_req, gref));
 }
 
-TEST(ProtoFromC, ValidationGivesTheSameVerdictInC)
-{
+TEST(ProtoFromC, ValidationGivesTheSameVerdictInC) {
     EXPECT_EQ(xenhsa_c_encode_and_check_map(4, 4), XENHSA_STATUS_OK);
     EXPECT_EQ(xenhsa_c_encode_and_check_map(4, 3), XENHSA_STATUS_BAD_ARGUMENT);
     EXPECT_EQ(xenhsa_c_encode_and_check_map(0, 0), XENHSA_STATUS_BAD_ARGUMENT);

@@ -1,18 +1,17 @@
 // Encoding into slots and copying out of them.
-#include "test_slots.hpp"
-
 #include <gtest/gtest.h>
 #include <xenhsa/proto.h>
 
 #include <array>
 #include <cstring>
 
+#include "test_slots.hpp"
+
 namespace {
 
 using xenhsa::test::valid_map_req;
 
-TEST(ProtoCodec, RequestRoundTripsThroughASharedSlot)
-{
+TEST(ProtoCodec, RequestRoundTripsThroughASharedSlot) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     const auto req = valid_map_req();
     ASSERT_EQ(xenhsa_encode_req(shared.data(), XENHSA_CMD_MAP, 99, &req, sizeof req), 0);
@@ -27,8 +26,7 @@ TEST(ProtoCodec, RequestRoundTripsThroughASharedSlot)
     EXPECT_EQ(std::memcmp(&decoded, &req, sizeof req), 0);
 }
 
-TEST(ProtoCodec, TheCopyIsImmuneToLaterWritesByThePeer)
-{
+TEST(ProtoCodec, TheCopyIsImmuneToLaterWritesByThePeer) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     const auto req = valid_map_req();
     ASSERT_EQ(xenhsa_encode_req(shared.data(), XENHSA_CMD_MAP, 1, &req, sizeof req), 0);
@@ -40,8 +38,7 @@ TEST(ProtoCodec, TheCopyIsImmuneToLaterWritesByThePeer)
     EXPECT_EQ(xenhsa::proto::payload_as<xenhsa_map_req>(copy).npages, 3u);
 }
 
-TEST(ProtoCodec, ResponseOverwritesEveryStaleByte)
-{
+TEST(ProtoCodec, ResponseOverwritesEveryStaleByte) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     shared.fill(0xAB);  // the request that was in the slot, or anything else
     const xenhsa_handle_rsp rsp{0x1234};
@@ -55,8 +52,7 @@ TEST(ProtoCodec, ResponseOverwritesEveryStaleByte)
     EXPECT_TRUE(xenhsa_all_zero(copy.payload + sizeof rsp, XENHSA_SLOT_PAYLOAD_MAX - sizeof rsp));
 }
 
-TEST(ProtoCodec, ErrorResponseHasNoPayloadBytes)
-{
+TEST(ProtoCodec, ErrorResponseHasNoPayloadBytes) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     shared.fill(0x5A);
     ASSERT_EQ(xenhsa_encode_rsp(shared.data(), 9, XENHSA_STATUS_BAD_PAD, nullptr, 0), 0);
@@ -67,20 +63,17 @@ TEST(ProtoCodec, ErrorResponseHasNoPayloadBytes)
     EXPECT_TRUE(xenhsa_all_zero(copy.payload, XENHSA_SLOT_PAYLOAD_MAX));
 }
 
-TEST(ProtoCodec, EncodersRefusePayloadsLargerThanASlot)
-{
+TEST(ProtoCodec, EncodersRefusePayloadsLargerThanASlot) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     shared.fill(0x11);
     std::array<uint8_t, XENHSA_SLOT_PAYLOAD_MAX + 8> big{};
-    EXPECT_EQ(xenhsa_encode_req(shared.data(), XENHSA_CMD_MAP, 1, big.data(),
-                                uint32_t{big.size()}),
+    EXPECT_EQ(xenhsa_encode_req(shared.data(), XENHSA_CMD_MAP, 1, big.data(), uint32_t{big.size()}),
               -1);
     EXPECT_EQ(xenhsa_encode_rsp(shared.data(), 1, 0, big.data(), uint32_t{big.size()}), -1);
     EXPECT_EQ(shared[0], 0x11) << "a refused encode leaves the slot alone";
 }
 
-TEST(ProtoCodec, MalformedSlotFromTheWireIsRejectedNotDecoded)
-{
+TEST(ProtoCodec, MalformedSlotFromTheWireIsRejectedNotDecoded) {
     alignas(8) std::array<uint8_t, XENHSA_SLOT_SIZE> shared{};
     const xenhsa_req_hdr hdr{XENHSA_CMD_QUERY, 12, 3, 0};  // short: QUERY needs 16
     std::memcpy(shared.data(), &hdr, sizeof hdr);

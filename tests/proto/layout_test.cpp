@@ -9,8 +9,7 @@ namespace {
 
 constexpr uint32_t kCacheLine = 64;
 
-TEST(ProtoLayout, ProducerIndicesSitOnSeparateCacheLines)
-{
+TEST(ProtoLayout, ProducerIndicesSitOnSeparateCacheLines) {
     EXPECT_NE(offsetof(xenhsa_sring, req_prod) / kCacheLine,
               offsetof(xenhsa_sring, rsp_prod) / kCacheLine);
     // Each side's fields share the line that side writes.
@@ -21,8 +20,7 @@ TEST(ProtoLayout, ProducerIndicesSitOnSeparateCacheLines)
     EXPECT_EQ(offsetof(xenhsa_sring, be_alive), XENHSA_SRING_ALIVE_OFFSET);
 }
 
-TEST(ProtoLayout, EveryRingOrderHoldsItsSlotsInsideItsPages)
-{
+TEST(ProtoLayout, EveryRingOrderHoldsItsSlotsInsideItsPages) {
     for (uint32_t order = 0; order <= XENHSA_RING_MAX_ORDER; ++order) {
         const uint32_t slots = XENHSA_RING_SLOTS(order);
         ASSERT_EQ(slots & (slots - 1), 0u) << "slot count must be a power of two";
@@ -38,16 +36,14 @@ TEST(ProtoLayout, EveryRingOrderHoldsItsSlotsInsideItsPages)
     }
 }
 
-TEST(ProtoLayout, SlotIndexWrapsWithTheFreeRunningCounter)
-{
+TEST(ProtoLayout, SlotIndexWrapsWithTheFreeRunningCounter) {
     const uint32_t slots = XENHSA_RING_SLOTS(0);
     EXPECT_EQ(xenhsa_ring_slot_offset(0, slots), xenhsa_ring_slot_offset(slots, slots));
     EXPECT_EQ(xenhsa_ring_slot_offset(0xFFFFFFFFu, slots),
               xenhsa_ring_slot_offset(slots - 1, slots));
 }
 
-TEST(ProtoLayout, EveryRequestFitsItsSlot)
-{
+TEST(ProtoLayout, EveryRequestFitsItsSlot) {
     for (uint32_t cmd = 1; cmd < XENHSA_CMD_COUNT_; ++cmd) {
         const uint32_t req = xenhsa_req_len(cmd);
         const uint32_t rsp = xenhsa_rsp_len(cmd);
@@ -60,8 +56,7 @@ TEST(ProtoLayout, EveryRequestFitsItsSlot)
     }
 }
 
-TEST(ProtoLayout, SharedPagesAreExactlyOnePage)
-{
+TEST(ProtoLayout, SharedPagesAreExactlyOnePage) {
     EXPECT_EQ(sizeof(xenhsa_notify_page), XENHSA_PAGE_SIZE);
     EXPECT_EQ(sizeof(xenhsa_doorbell_page), XENHSA_PAGE_SIZE);
     EXPECT_NE(offsetof(xenhsa_notify_page, prod) / kCacheLine,
@@ -71,27 +66,22 @@ TEST(ProtoLayout, SharedPagesAreExactlyOnePage)
               XENHSA_PAGE_SIZE);
 }
 
-TEST(ProtoLayout, QueryResultsAreReadableInChunks)
-{
+TEST(ProtoLayout, QueryResultsAreReadableInChunks) {
     // The largest result needs several chunks; the offset bound covers every result.
     const size_t largest = sizeof(xenhsa_node_props);
     EXPECT_GT(largest, XENHSA_QUERY_CHUNK_MAX);
     EXPECT_LT(largest, XENHSA_PAGE_SIZE);
-    EXPECT_LE(offsetof(xenhsa_query_rsp, data) + XENHSA_QUERY_CHUNK_MAX,
-              XENHSA_SLOT_PAYLOAD_MAX);
+    EXPECT_LE(offsetof(xenhsa_query_rsp, data) + XENHSA_QUERY_CHUNK_MAX, XENHSA_SLOT_PAYLOAD_MAX);
 }
 
-TEST(ProtoLayout, IndirectMapCoversTheLargestBatch)
-{
-    EXPECT_EQ(xenhsa_map_nrefs(XENHSA_MAP_MAX_PAGES, XENHSA_MAP_INDIRECT),
-              XENHSA_MAP_INLINE_GREFS);
+TEST(ProtoLayout, IndirectMapCoversTheLargestBatch) {
+    EXPECT_EQ(xenhsa_map_nrefs(XENHSA_MAP_MAX_PAGES, XENHSA_MAP_INDIRECT), XENHSA_MAP_INLINE_GREFS);
     EXPECT_EQ(xenhsa_map_nrefs(1, XENHSA_MAP_INDIRECT), 1u);
     EXPECT_EQ(xenhsa_map_nrefs(1025, XENHSA_MAP_INDIRECT), 2u);
     EXPECT_EQ(xenhsa_map_nrefs(5, 0), 5u);
 }
 
-TEST(ProtoLayout, NamesCoverEveryCommandAndStatus)
-{
+TEST(ProtoLayout, NamesCoverEveryCommandAndStatus) {
     for (uint32_t cmd = 1; cmd < XENHSA_CMD_COUNT_; ++cmd) {
         EXPECT_STRNE(xenhsa_cmd_name(cmd), "UNKNOWN_COMMAND") << cmd;
     }

@@ -8,8 +8,7 @@ namespace {
 
 constexpr uint64_t kVa = 0x100000000000ull;
 
-TEST(ProtoResponses, HelloGrantsOnlyWhatWasAskedInASaneWindow)
-{
+TEST(ProtoResponses, HelloGrantsOnlyWhatWasAskedInASaneWindow) {
     const xenhsa_hello_req req{1, 1, XENHSA_FEATURE_LEND, 0, 1ull << 32};
     xenhsa_hello_rsp rsp{1, 16, XENHSA_FEATURE_LEND, kVa, 1ull << 32, 100, 100, 100, 15};
     EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_OK);
@@ -24,8 +23,7 @@ TEST(ProtoResponses, HelloGrantsOnlyWhatWasAskedInASaneWindow)
     EXPECT_EQ(xenhsa_check_hello_rsp(&bad, &req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
-TEST(ProtoResponses, HelloWindowBelowTheFloorIsRefused)
-{
+TEST(ProtoResponses, HelloWindowBelowTheFloorIsRefused) {
     const xenhsa_hello_req req{1, 1, 0, 0, 1ull << 30};
     xenhsa_hello_rsp rsp{1, 16, 0, 1ull << 30, 1ull << 30, 100, 100, 100, 15};
     EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_OK);
@@ -33,8 +31,7 @@ TEST(ProtoResponses, HelloWindowBelowTheFloorIsRefused)
     EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_BAD_ADDRESS);
 }
 
-TEST(ProtoResponses, QueryChunkStaysInsideTheResult)
-{
+TEST(ProtoResponses, QueryChunkStaysInsideTheResult) {
     const xenhsa_query_req req{XENHSA_QUERY_NODE, 1, 0, 224};
     xenhsa_query_rsp rsp{};
     rsp.total_len = 296;
@@ -47,8 +44,7 @@ TEST(ProtoResponses, QueryChunkStaysInsideTheResult)
     EXPECT_EQ(xenhsa_check_query_rsp(&rsp, &req), XENHSA_STATUS_BAD_PAD);
 }
 
-TEST(ProtoResponses, LendMustDescribeWhatWasLent)
-{
+TEST(ProtoResponses, LendMustDescribeWhatWasLent) {
     const xenhsa_lend_req req{kVa, 2, XENHSA_MAP_RW};
     xenhsa_lend_rsp rsp{};
     rsp.handle = 9;
@@ -67,16 +63,14 @@ TEST(ProtoResponses, LendMustDescribeWhatWasLent)
     EXPECT_EQ(xenhsa_check_lend_rsp(&bad, &req), XENHSA_STATUS_BAD_HANDLE);
 }
 
-TEST(ProtoResponses, QueueDoorbellIndexMustBeOnThePage)
-{
+TEST(ProtoResponses, QueueDoorbellIndexMustBeOnThePage) {
     xenhsa_queue_create_rsp rsp{5, XENHSA_DOORBELLS_PER_PAGE - 1, 0};
     EXPECT_EQ(xenhsa_check_queue_create_rsp(&rsp), XENHSA_STATUS_OK);
     rsp.doorbell_index = XENHSA_DOORBELLS_PER_PAGE;
     EXPECT_EQ(xenhsa_check_queue_create_rsp(&rsp), XENHSA_STATUS_BAD_ARGUMENT);
 }
 
-TEST(ProtoRingInit, BothEventIndicesStartAtOne)
-{
+TEST(ProtoRingInit, BothEventIndicesStartAtOne) {
     xenhsa_sring s;
     std::memset(&s, 0xAB, sizeof s);
     xenhsa_sring_init(&s);
@@ -88,8 +82,7 @@ TEST(ProtoRingInit, BothEventIndicesStartAtOne)
     EXPECT_TRUE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 0, 1));
 }
 
-TEST(ProtoDoorbell, RingingAsksForAKickOnlyWhenTheAgentSleeps)
-{
+TEST(ProtoDoorbell, RingingAsksForAKickOnlyWhenTheAgentSleeps) {
     xenhsa_doorbell_page page{};
     EXPECT_FALSE(xenhsa_doorbell_ring(&page, 3, 64));
     EXPECT_EQ(page.doorbell[3], 64u);

@@ -4,8 +4,7 @@
 
 namespace {
 
-TEST(ProtoRingIndex, PublishNotifiesOnlyWhenTheConsumerWaitsInRange)
-{
+TEST(ProtoRingIndex, PublishNotifiesOnlyWhenTheConsumerWaitsInRange) {
     xenhsa_sring s{};
     s.req_event = 1;  // consumer asleep, wants a kick at the first request
     EXPECT_TRUE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 0, 1));
@@ -17,8 +16,7 @@ TEST(ProtoRingIndex, PublishNotifiesOnlyWhenTheConsumerWaitsInRange)
     EXPECT_TRUE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 4, 7));
 }
 
-TEST(ProtoRingIndex, PublishIsCorrectAcrossCounterWraparound)
-{
+TEST(ProtoRingIndex, PublishIsCorrectAcrossCounterWraparound) {
     xenhsa_sring s{};
     s.req_event = 0xFFFFFFFFu;
     EXPECT_TRUE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 0xFFFFFFFEu, 1));
@@ -26,8 +24,7 @@ TEST(ProtoRingIndex, PublishIsCorrectAcrossCounterWraparound)
     EXPECT_FALSE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 0xFFFFFFFEu, 1));
 }
 
-TEST(ProtoRingIndex, FinalCheckArmsTheEventWhenIdle)
-{
+TEST(ProtoRingIndex, FinalCheckArmsTheEventWhenIdle) {
     xenhsa_sring s{};
     s.req_prod = 3;
     EXPECT_TRUE(xenhsa_ring_final_check(&s.req_prod, &s.req_event, 2)) << "work pending";
@@ -38,8 +35,7 @@ TEST(ProtoRingIndex, FinalCheckArmsTheEventWhenIdle)
     EXPECT_TRUE(xenhsa_ring_publish(&s.req_prod, &s.req_event, 3, 4));
 }
 
-TEST(ProtoRingIndex, ProducerRunningPastTheRingIsDetected)
-{
+TEST(ProtoRingIndex, ProducerRunningPastTheRingIsDetected) {
     const uint32_t slots = XENHSA_RING_SLOTS(0);
     EXPECT_FALSE(xenhsa_ring_req_prod_overflow(100 + slots, 100, slots));
     EXPECT_TRUE(xenhsa_ring_req_prod_overflow(100 + slots + 1, 100, slots));
@@ -47,15 +43,13 @@ TEST(ProtoRingIndex, ProducerRunningPastTheRingIsDetected)
     EXPECT_FALSE(xenhsa_ring_req_prod_overflow(5, 0xFFFFFFF8u, slots)) << "wrapped, in range";
 }
 
-TEST(ProtoRingIndex, ConsumerStopsWhenNoResponseSlotIsLeft)
-{
+TEST(ProtoRingIndex, ConsumerStopsWhenNoResponseSlotIsLeft) {
     const uint32_t slots = XENHSA_RING_SLOTS(1);
     EXPECT_FALSE(xenhsa_ring_req_cons_overflow(10 + slots - 1, 10, slots));
     EXPECT_TRUE(xenhsa_ring_req_cons_overflow(10 + slots, 10, slots));
 }
 
-TEST(ProtoRingIndex, FrontendDetectsResponsesItNeverAskedFor)
-{
+TEST(ProtoRingIndex, FrontendDetectsResponsesItNeverAskedFor) {
     // Frontend published 8 requests, consumed 2 responses: at most 6 more may come.
     EXPECT_FALSE(xenhsa_ring_rsp_prod_overflow(8, 8, 2));
     EXPECT_TRUE(xenhsa_ring_rsp_prod_overflow(9, 8, 2));

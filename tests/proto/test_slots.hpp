@@ -11,15 +11,13 @@ namespace xenhsa::test {
 
 // A private request slot holding `payload` as command `cmd`, header filled consistently.
 template <class Wire>
-xenhsa_req_slot make_req(uint32_t cmd, const Wire &payload, uint32_t seqno = 7)
-{
+xenhsa_req_slot make_req(uint32_t cmd, const Wire& payload, uint32_t seqno = 7) {
     xenhsa_req_slot slot{};
     EXPECT_EQ(xenhsa_encode_req(&slot, cmd, seqno, &payload, sizeof payload), 0);
     return slot;
 }
 
-inline xenhsa_map_req valid_map_req()
-{
+inline xenhsa_map_req valid_map_req() {
     xenhsa_map_req req{};
     req.va = 0x10000000000ull;
     req.npages = 3;

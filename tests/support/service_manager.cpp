@@ -1,7 +1,5 @@
 #include "service_manager.hpp"
 
-#include <spawned_process.hpp>
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,6 +10,7 @@
 
 #include <array>
 #include <cstring>
+#include <spawned_process.hpp>
 #include <stdexcept>
 #include <string_view>
 

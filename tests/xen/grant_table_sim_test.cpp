@@ -1,12 +1,12 @@
 // Xen v1 grant-entry semantics of the simulated hypervisor's grant table.
 #include <gtest/gtest.h>
-#include <xenhsa/xen/sim/grant_table.hpp>
 
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <thread>
+#include <xenhsa/xen/sim/grant_table.hpp>
 
 namespace {
 
@@ -22,14 +22,13 @@ protected:
     std::array<grant_entry_v1_t, 16> shared_{};
     GrantTable table_{kGuest, shared_, /*ram_pages=*/64};
 
-    void grant(GrantRef ref, uint32_t frame, bool readonly = false, xenhsa::xen::DomId to = kBackend)
-    {
+    void grant(GrantRef ref, uint32_t frame, bool readonly = false,
+               xenhsa::xen::DomId to = kBackend) {
         GrantTable::grant(shared_[ref], to, frame, readonly);
     }
 };
 
-TEST_F(GrantTableTest, PinReturnsTheGrantedFrameAndMarksTheEntry)
-{
+TEST_F(GrantTableTest, PinReturnsTheGrantedFrameAndMarksTheEntry) {
     grant(3, 42);
     auto frame = table_.pin(3, kBackend, true);
     ASSERT_TRUE(frame);
@@ -39,8 +38,7 @@ TEST_F(GrantTableTest, PinReturnsTheGrantedFrameAndMarksTheEntry)
     EXPECT_EQ(table_.pins(3), 1u);
 }
 
-TEST_F(GrantTableTest, ReadOnlyGrantCannotBePinnedForWriting)
-{
+TEST_F(GrantTableTest, ReadOnlyGrantCannotBePinnedForWriting) {
     grant(1, 9, /*readonly=*/true);
     EXPECT_EQ(table_.pin(1, kBackend, true).error().value(), EPERM);
     auto ro = table_.pin(1, kBackend, false);
@@ -48,8 +46,7 @@ TEST_F(GrantTableTest, ReadOnlyGrantCannotBePinnedForWriting)
     EXPECT_EQ(shared_[1].flags & GTF_writing, 0) << "a read pin never sets GTF_writing";
 }
 
-TEST_F(GrantTableTest, BadOutOfRangeAndForeignRefsFail)
-{
+TEST_F(GrantTableTest, BadOutOfRangeAndForeignRefsFail) {
     EXPECT_EQ(table_.pin(2, kBackend, false).error().value(), EPERM) << "never granted";
     EXPECT_EQ(table_.pin(16, kBackend, false).error().value(), EINVAL) << "out of range";
     EXPECT_EQ(table_.pin(0xFFFFFFFFu, kBackend, false).error().value(), EINVAL);
@@ -57,16 +54,14 @@ TEST_F(GrantTableTest, BadOutOfRangeAndForeignRefsFail)
     EXPECT_EQ(table_.pin(4, kBackend, false).error().value(), EPERM) << "granted to another domain";
 }
 
-TEST_F(GrantTableTest, FrameOutsideTheGuestsRamFaultsAndLeavesNoPin)
-{
+TEST_F(GrantTableTest, FrameOutsideTheGuestsRamFaultsAndLeavesNoPin) {
     grant(5, 64);
     EXPECT_EQ(table_.pin(5, kBackend, false).error().value(), EFAULT);
     EXPECT_EQ(table_.pins(5), 0u);
     EXPECT_EQ(shared_[5].flags & (GTF_reading | GTF_writing), 0);
 }
 
-TEST_F(GrantTableTest, EndAccessFailsWhileMappedAndSucceedsAfterUnmap)
-{
+TEST_F(GrantTableTest, EndAccessFailsWhileMappedAndSucceedsAfterUnmap) {
     grant(6, 10);
     ASSERT_TRUE(table_.pin(6, kBackend, true));
     EXPECT_EQ(GrantTable::end_access(shared_[6]).error().value(), EBUSY);
@@ -76,8 +71,7 @@ TEST_F(GrantTableTest, EndAccessFailsWhileMappedAndSucceedsAfterUnmap)
     EXPECT_EQ(table_.pin(6, kBackend, false).error().value(), EPERM) << "access was ended";
 }
 
-TEST_F(GrantTableTest, LastWriterClearsWritingLastReaderClearsReading)
-{
+TEST_F(GrantTableTest, LastWriterClearsWritingLastReaderClearsReading) {
     grant(7, 11);
     ASSERT_TRUE(table_.pin(7, kBackend, true));
     ASSERT_TRUE(table_.pin(7, kBackend, false));
@@ -88,8 +82,7 @@ TEST_F(GrantTableTest, LastWriterClearsWritingLastReaderClearsReading)
     EXPECT_EQ(shared_[7].flags & GTF_reading, 0);
 }
 
-TEST_F(GrantTableTest, GuestRewritingTheFrameAfterThePinChangesNothing)
-{
+TEST_F(GrantTableTest, GuestRewritingTheFrameAfterThePinChangesNothing) {
     grant(8, 12);
     auto frame = table_.pin(8, kBackend, false);
     ASSERT_TRUE(frame);
@@ -99,8 +92,7 @@ TEST_F(GrantTableTest, GuestRewritingTheFrameAfterThePinChangesNothing)
     EXPECT_EQ(GrantTable::end_access(shared_[8]).error().value(), EBUSY);
 }
 
-TEST_F(GrantTableTest, BatchWithOneBadElementLeavesNothingPinned)
-{
+TEST_F(GrantTableTest, BatchWithOneBadElementLeavesNothingPinned) {
     grant(0, 1);
     grant(1, 2);
     grant(3, 3, /*readonly=*/true);
@@ -120,16 +112,14 @@ TEST_F(GrantTableTest, BatchWithOneBadElementLeavesNothingPinned)
     }
 }
 
-TEST_F(GrantTableTest, UnpinningWhatIsNotPinnedIsABug)
-{
+TEST_F(GrantTableTest, UnpinningWhatIsNotPinnedIsABug) {
     grant(9, 1);
     EXPECT_DEATH(table_.unpin(9, false), "not pinned");
 }
 
 // The guest ends and re-grants its entry as fast as it can while the hypervisor pins it:
 // a pin either fails or holds the entry so that end_access cannot succeed until the unpin.
-TEST_F(GrantTableTest, PinAndEndAccessNeverBothWinUnderRacingRewrites)
-{
+TEST_F(GrantTableTest, PinAndEndAccessNeverBothWinUnderRacingRewrites) {
     std::atomic<bool> stop{false};
     std::atomic<bool> pinned{false};
     std::atomic<int> violations{0};
@@ -151,7 +141,8 @@ TEST_F(GrantTableTest, PinAndEndAccessNeverBothWinUnderRacingRewrites)
         if (table_.pin(10, kBackend, true)) {
             pinned.store(true);
             ++pins;
-            violations.fetch_add((__atomic_load_n(&shared_[10].flags, __ATOMIC_ACQUIRE) & GTF_reading) == 0);
+            violations.fetch_add(
+                (__atomic_load_n(&shared_[10].flags, __ATOMIC_ACQUIRE) & GTF_reading) == 0);
             pinned.store(false);
             table_.unpin(10, true);
         }
@@ -165,8 +156,7 @@ TEST_F(GrantTableTest, PinAndEndAccessNeverBothWinUnderRacingRewrites)
 
 // A guest that clears GTF_reading under a live pin only fools itself: the hypervisor's
 // pin count is private, so the unpin still balances and nothing aborts.
-TEST_F(GrantTableTest, GuestClearingItsOwnFlagsCannotUnbalanceThePins)
-{
+TEST_F(GrantTableTest, GuestClearingItsOwnFlagsCannotUnbalanceThePins) {
     grant(11, 6);
     ASSERT_TRUE(table_.pin(11, kBackend, true));
     shared_[11].flags = GTF_permit_access;

@@ -2,11 +2,8 @@
 // validation happens before any library call (checked on handle-less "detached"
 // components, which would crash if they reached the library), and Domains is exercised
 // over a fake Store. What needs Xen is in tests/xen/semantics (the xen-qemu tier).
-#include <gtest/gtest.h>
-#include <xenhsa/xen/real/platform.hpp>
-#include <xenhsa/xen/real/testing.hpp>
-
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -19,6 +16,8 @@
 #include <string>
 #include <system_error>
 #include <vector>
+#include <xenhsa/xen/real/platform.hpp>
+#include <xenhsa/xen/real/testing.hpp>
 
 namespace {
 
@@ -29,12 +28,11 @@ using x::Result;
 
 constexpr std::size_t kPage = x::GrantMapping::kPageSize;
 
-bool have(const char *path) { return ::access(path, F_OK) == 0; }
+bool have(const char* path) { return ::access(path, F_OK) == 0; }
 
-int open_fds()
-{
+int open_fds() {
     int n = 0;
-    if (DIR *d = ::opendir("/proc/self/fd")) {
+    if (DIR* d = ::opendir("/proc/self/fd")) {
         while (::readdir(d) != nullptr) {
             ++n;
         }
@@ -44,9 +42,8 @@ int open_fds()
 }
 
 // True when [addr, addr + len) is covered by one inaccessible private mapping.
-bool reserved_prot_none(const std::byte *addr, std::size_t len)
-{
-    std::FILE *f = std::fopen("/proc/self/maps", "r");
+bool reserved_prot_none(const std::byte* addr, std::size_t len) {
+    std::FILE* f = std::fopen("/proc/self/maps", "r");
     if (f == nullptr) {
         return false;
     }
@@ -70,34 +67,30 @@ bool reserved_prot_none(const std::byte *addr, std::size_t len)
 
 // A PROT_NONE reservation, as a caller of GrantMapSpec::at owns.
 struct Reservation {
-    explicit Reservation(std::size_t pages) : len(pages * kPage)
-    {
-        void *p = ::mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                         -1, 0);
-        base = p == MAP_FAILED ? nullptr : static_cast<std::byte *>(p);
+    explicit Reservation(std::size_t pages) : len(pages * kPage) {
+        void* p =
+            ::mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        base = p == MAP_FAILED ? nullptr : static_cast<std::byte*>(p);
     }
-    ~Reservation()
-    {
+    ~Reservation() {
         if (base != nullptr) {
             ::munmap(base, len);
         }
     }
-    Reservation(const Reservation &) = delete;
-    Reservation &operator=(const Reservation &) = delete;
-    std::byte *base = nullptr;
+    Reservation(const Reservation&) = delete;
+    Reservation& operator=(const Reservation&) = delete;
+    std::byte* base = nullptr;
     std::size_t len;
 };
 
 template <class T>
-int err(const Result<T> &r)
-{
+int err(const Result<T>& r) {
     return r ? 0 : r.error().value();
 }
 
 // ---- Without Xen: opening fails with the library's errno, no crash, no leak -----------
 
-TEST(RealPlatformNoXen, OpenFailsWithEnoentAndLeaksNoDescriptor)
-{
+TEST(RealPlatformNoXen, OpenFailsWithEnoentAndLeaksNoDescriptor) {
     if (have("/dev/xen")) {
         GTEST_SKIP() << "/dev/xen exists: this test is for machines without Xen";
     }
@@ -114,8 +107,7 @@ TEST(RealPlatformNoXen, OpenFailsWithEnoentAndLeaksNoDescriptor)
     EXPECT_EQ(open_fds(), fds);
 }
 
-TEST(RealPlatformNoXen, EachComponentFailsWithEnoent)
-{
+TEST(RealPlatformNoXen, EachComponentFailsWithEnoent) {
     if (have("/dev/xen")) {
         GTEST_SKIP() << "/dev/xen exists: this test is for machines without Xen";
     }
@@ -129,7 +121,7 @@ TEST(RealPlatformNoXen, EachComponentFailsWithEnoent)
         {"foreignmemory", [&] { return real::open_foreign_memory(quiet).error(); }},
     };
     const int fds = open_fds();
-    for (const auto &[name, open] : opens) {
+    for (const auto& [name, open] : opens) {
         EXPECT_EQ(open(), std::errc::no_such_file_or_directory) << name;
     }
     EXPECT_EQ(open_fds(), fds);
@@ -137,8 +129,7 @@ TEST(RealPlatformNoXen, EachComponentFailsWithEnoent)
 
 // ---- GrantMapper: validation before libxengnttab --------------------------------------
 
-TEST(RealGrantMapper, ZeroRefsIsEinvalWithoutTouchingTheLibrary)
-{
+TEST(RealGrantMapper, ZeroRefsIsEinvalWithoutTouchingTheLibrary) {
     auto m = real::testing::detached_grant_mapper();
     x::GrantMapSpec spec;
     spec.domid = 1;
@@ -152,8 +143,7 @@ TEST(RealGrantMapper, ZeroRefsIsEinvalWithoutTouchingTheLibrary)
     EXPECT_EQ(err(m->map(spec)), EINVAL);
 }
 
-TEST(RealGrantMapper, BadSpecsAreEinvalAndFillStatus)
-{
+TEST(RealGrantMapper, BadSpecsAreEinvalAndFillStatus) {
     auto m = real::testing::detached_grant_mapper();
     const std::array<x::GrantRef, 2> refs{8, 9};
     Reservation res(4);
@@ -176,8 +166,7 @@ TEST(RealGrantMapper, BadSpecsAreEinvalAndFillStatus)
     EXPECT_EQ(status, (std::array<int, 2>{EINVAL, EINVAL}));
 }
 
-TEST(RealGrantMapper, ValidSpecReachesTheLibraryGateAndKeepsTheReservation)
-{
+TEST(RealGrantMapper, ValidSpecReachesTheLibraryGateAndKeepsTheReservation) {
     auto m = real::testing::detached_grant_mapper();
     const std::array<x::GrantRef, 2> refs{8, 9};
     Reservation res(4);
@@ -189,8 +178,7 @@ TEST(RealGrantMapper, ValidSpecReachesTheLibraryGateAndKeepsTheReservation)
     EXPECT_TRUE(reserved_prot_none(res.base, res.len));
 }
 
-TEST(RealGrantMapper, MapNotifyValidatesTheNotification)
-{
+TEST(RealGrantMapper, MapNotifyValidatesTheNotification) {
     auto m = real::testing::detached_grant_mapper();
     EXPECT_EQ(err(m->map_notify(1, 8, true, {.clear_byte_at = 4096, .port = {}})), EINVAL);
     // gntdev cannot clear a byte in a read-only mapping.
@@ -203,8 +191,7 @@ TEST(RealGrantMapper, MapNotifyValidatesTheNotification)
 
 // ---- GrantSharer / ForeignMemory / EventChannel / Store: validation --------------------
 
-TEST(RealGrantSharer, ZeroOrHugePageCountsAreEinval)
-{
+TEST(RealGrantSharer, ZeroOrHugePageCountsAreEinval) {
     auto s = real::testing::detached_grant_sharer();
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 0, .writable = true})), EINVAL);
     EXPECT_EQ(err(s->share({.peer = 1, .pages = std::size_t{1} << 40, .writable = true})), EINVAL);
@@ -212,22 +199,20 @@ TEST(RealGrantSharer, ZeroOrHugePageCountsAreEinval)
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 1, .writable = true})), EBADF);
 }
 
-TEST(RealGrantSharer, FixedAddressIsValidatedAndTheReservationKept)
-{
+TEST(RealGrantSharer, FixedAddressIsValidatedAndTheReservationKept) {
     auto s = real::testing::detached_grant_sharer();
     Reservation res(4);
     ASSERT_NE(res.base, nullptr);
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 1, .writable = true, .at = res.base + 1})), EINVAL);
     // The range must not wrap around the address space.
-    auto *top = reinterpret_cast<std::byte *>(UINTPTR_MAX - kPage + 1);
+    auto* top = reinterpret_cast<std::byte*>(UINTPTR_MAX - kPage + 1);
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 2, .writable = true, .at = top})), EINVAL);
     EXPECT_EQ(err(s->share({.peer = 1, .pages = 2, .writable = true, .at = res.base + kPage})),
               EBADF);
     EXPECT_TRUE(reserved_prot_none(res.base, res.len));
 }
 
-TEST(RealForeignMemory, EmptyGfnListIsEinval)
-{
+TEST(RealForeignMemory, EmptyGfnListIsEinval) {
     auto f = real::testing::detached_foreign_memory();
     EXPECT_EQ(err(f->map(1, {}, false)), EINVAL);
     const std::array<uint64_t, 1> gfns{0x1000};
@@ -235,8 +220,7 @@ TEST(RealForeignMemory, EmptyGfnListIsEinval)
     EXPECT_EQ(err(f->map(1, gfns, false)), EBADF);
 }
 
-TEST(RealEventChannel, DetachedPendingFailsInsteadOfBlocking)
-{
+TEST(RealEventChannel, DetachedPendingFailsInsteadOfBlocking) {
     auto e = real::testing::detached_event_channel();
     EXPECT_EQ(e->fd(), -1);
     EXPECT_EQ(err(e->pending()), EBADF);
@@ -245,8 +229,7 @@ TEST(RealEventChannel, DetachedPendingFailsInsteadOfBlocking)
     EXPECT_EQ(err(e->bind_unbound(1)), EBADF);
 }
 
-TEST(RealStore, EmbeddedNulIsEinvalEverywhere)
-{
+TEST(RealStore, EmbeddedNulIsEinvalEverywhere) {
     auto s = real::testing::detached_store();
     using namespace std::string_view_literals;
     const auto bad = "/local/domain/1\0/evil"sv;
@@ -266,8 +249,7 @@ TEST(RealStore, EmbeddedNulIsEinvalEverywhere)
     EXPECT_EQ(err(s->read(x::kNoTx, good)), EBADF);
 }
 
-TEST(RealStore, RejectsEmptyPermsAndTheNullTransaction)
-{
+TEST(RealStore, RejectsEmptyPermsAndTheNullTransaction) {
     auto s = real::testing::detached_store();
     EXPECT_EQ(err(s->set_perms(x::kNoTx, "/a", {})), EINVAL);
     EXPECT_EQ(err(s->transaction_end(x::kNoTx, true)), EINVAL);
@@ -284,8 +266,7 @@ public:
     std::map<std::string, Result<std::string>> nodes;
     std::vector<std::string> reads;
 
-    Result<std::string> read(x::TxId, std::string_view path) override
-    {
+    Result<std::string> read(x::TxId, std::string_view path) override {
         reads.emplace_back(path);
         auto it = nodes.find(std::string(path));
         if (it == nodes.end()) return errno_code(ENOENT);
@@ -294,16 +275,13 @@ public:
     Result<void> write(x::TxId, std::string_view, std::string_view) override { return nosys(); }
     Result<void> mkdir(x::TxId, std::string_view) override { return nosys(); }
     Result<void> rm(x::TxId, std::string_view) override { return nosys(); }
-    Result<std::vector<std::string>> directory(x::TxId, std::string_view) override
-    {
+    Result<std::vector<std::string>> directory(x::TxId, std::string_view) override {
         return nosys();
     }
-    Result<std::vector<x::StorePerm>> get_perms(x::TxId, std::string_view) override
-    {
+    Result<std::vector<x::StorePerm>> get_perms(x::TxId, std::string_view) override {
         return nosys();
     }
-    Result<void> set_perms(x::TxId, std::string_view, const std::vector<x::StorePerm> &) override
-    {
+    Result<void> set_perms(x::TxId, std::string_view, const std::vector<x::StorePerm>&) override {
         return nosys();
     }
     Result<x::TxId> transaction_start() override { return nosys(); }
@@ -318,12 +296,11 @@ private:
 };
 
 struct DomainsFixture {
-    FakeStore *store = nullptr;
+    FakeStore* store = nullptr;
     std::unique_ptr<x::Domains> domains;
 };
 
-DomainsFixture make(std::string domid, bool want_domctl = false)
-{
+DomainsFixture make(std::string domid, bool want_domctl = false) {
     auto s = std::make_unique<FakeStore>();
     s->nodes.emplace("domid", std::move(domid));
     s->nodes.emplace("/local/domain/7", std::string());
@@ -336,8 +313,7 @@ DomainsFixture make(std::string domid, bool want_domctl = false)
     return f;
 }
 
-TEST(RealDomains, SelfIsTheRelativeDomidKey)
-{
+TEST(RealDomains, SelfIsTheRelativeDomidKey) {
     auto f = make("3");
     ASSERT_TRUE(f.domains);
     EXPECT_EQ(f.domains->self(), 3);
@@ -345,9 +321,8 @@ TEST(RealDomains, SelfIsTheRelativeDomidKey)
     EXPECT_EQ(f.store->reads[0], "domid");
 }
 
-TEST(RealDomains, MalformedOrMissingDomidFailsTheOpen)
-{
-    for (const char *bad : {"", "03", "-1", "3 ", "0x3"}) {
+TEST(RealDomains, MalformedOrMissingDomidFailsTheOpen) {
+    for (const char* bad : {"", "03", "-1", "3 ", "0x3"}) {
         auto s = std::make_unique<FakeStore>();
         s->nodes.emplace("domid", std::string(bad));
         auto d = real::make_domains(std::move(s), {});
@@ -361,8 +336,7 @@ TEST(RealDomains, MalformedOrMissingDomidFailsTheOpen)
     EXPECT_EQ(err(real::make_domains(nullptr, {})), EINVAL);
 }
 
-TEST(RealDomains, XenstoreFallbackAnswersFromTheDomainsHome)
-{
+TEST(RealDomains, XenstoreFallbackAnswersFromTheDomainsHome) {
     auto f = make("0");
     ASSERT_TRUE(f.domains);
     EXPECT_EQ(f.domains->alive(7).value(), true);
@@ -373,8 +347,7 @@ TEST(RealDomains, XenstoreFallbackAnswersFromTheDomainsHome)
     EXPECT_EQ(err(f.domains->alive(9)), EACCES);
 }
 
-TEST(RealDomains, ReservedIdsAreEinvalWithoutAStoreRead)
-{
+TEST(RealDomains, ReservedIdsAreEinvalWithoutAStoreRead) {
     auto f = make("1");
     ASSERT_TRUE(f.domains);
     const auto reads = f.store->reads.size();
@@ -383,8 +356,7 @@ TEST(RealDomains, ReservedIdsAreEinvalWithoutAStoreRead)
     EXPECT_EQ(f.store->reads.size(), reads);
 }
 
-TEST(RealDomains, WithoutPrivcmdDomctlFallsBackToXenstore)
-{
+TEST(RealDomains, WithoutPrivcmdDomctlFallsBackToXenstore) {
     if (have("/dev/xen/privcmd")) {
         GTEST_SKIP() << "privcmd present: libxenctrl may open";
     }

@@ -1,11 +1,10 @@
 // Domains: self() from xenstore, alive() from libxenctrl where privilege allows, else
 // from xenstore (see make_domains() in platform.hpp).
+#include <string>
 #include <xenhsa/xen/real/platform.hpp>
 
 #include "detail.hpp"
 #include "domctl.hpp"
-
-#include <string>
 
 namespace xenhsa::xen::real {
 
@@ -15,14 +14,11 @@ class RealDomains final : public Domains {
 public:
     RealDomains(DomId self, std::unique_ptr<Store> store,
                 std::unique_ptr<detail::Domctl> domctl) noexcept
-        : self_(self), store_(std::move(store)), domctl_(std::move(domctl))
-    {
-    }
+        : self_(self), store_(std::move(store)), domctl_(std::move(domctl)) {}
 
     [[nodiscard]] DomId self() const noexcept override { return self_; }
 
-    Result<bool> alive(DomId domid) override
-    {
+    Result<bool> alive(DomId domid) override {
         if (domid >= detail::kDomIdFirstReserved) {
             return errno_code(EINVAL);
         }
@@ -55,8 +51,7 @@ private:
 }  // namespace
 
 Result<std::unique_ptr<Domains>> make_domains(std::unique_ptr<Store> store,
-                                              const RealOptions &options)
-{
+                                              const RealOptions& options) {
     if (!store) {
         return errno_code(EINVAL);
     }

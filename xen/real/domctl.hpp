@@ -4,9 +4,8 @@
 #ifndef XENHSA_XEN_REAL_DOMCTL_HPP
 #define XENHSA_XEN_REAL_DOMCTL_HPP
 
-#include <xenhsa/xen/types.hpp>
-
 #include <memory>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen::real::detail {
 

@@ -1,11 +1,11 @@
 // EventChannel over libxenevtchn.
+#include <fcntl.h>
+#include <poll.h>
+
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
-
-#include <fcntl.h>
-#include <poll.h>
 
 extern "C" {
 #include <xenevtchn.h>
@@ -16,7 +16,7 @@ namespace xenhsa::xen::real {
 namespace {
 
 struct EvtchnClose {
-    void operator()(xenevtchn_handle *h) const noexcept { xenevtchn_close(h); }
+    void operator()(xenevtchn_handle* h) const noexcept { xenevtchn_close(h); }
 };
 using EvtchnHandle = std::unique_ptr<xenevtchn_handle, EvtchnClose>;
 
@@ -26,8 +26,7 @@ public:
 
     [[nodiscard]] int fd() const noexcept override { return fd_; }
 
-    Result<BoundPort> bind_interdomain(DomId remote, Port remote_port) override
-    {
+    Result<BoundPort> bind_interdomain(DomId remote, Port remote_port) override {
         if (remote == kDomIdInvalid) {
             return errno_code(EINVAL);
         }
@@ -43,8 +42,7 @@ public:
         return BoundPort(this, static_cast<Port>(port));
     }
 
-    Result<BoundPort> bind_unbound(DomId remote) override
-    {
+    Result<BoundPort> bind_unbound(DomId remote) override {
         if (remote == kDomIdInvalid) {
             return errno_code(EINVAL);
         }
@@ -59,8 +57,7 @@ public:
         return BoundPort(this, static_cast<Port>(port));
     }
 
-    Result<void> notify(Port local) override
-    {
+    Result<void> notify(Port local) override {
         if (!h_) {
             return errno_code(EBADF);
         }
@@ -71,8 +68,7 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<std::optional<Port>> pending() override
-    {
+    Result<std::optional<Port>> pending() override {
         if (!h_) {
             return errno_code(EBADF);
         }
@@ -104,8 +100,7 @@ public:
         return std::optional<Port>{static_cast<Port>(port)};
     }
 
-    Result<void> unmask(Port local) override
-    {
+    Result<void> unmask(Port local) override {
         if (!h_) {
             return errno_code(EBADF);
         }
@@ -117,8 +112,7 @@ public:
     }
 
 protected:
-    void unbind(Port local) noexcept override
-    {
+    void unbind(Port local) noexcept override {
         // Not a safety problem if it fails (the port stays bound until the handle closes,
         // which unbinds everything): log and carry on.
         if (h_ && xenevtchn_unbind(h_.get(), local) != 0) {
@@ -133,8 +127,7 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions &options)
-{
+Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions& options) {
     errno = 0;
     EvtchnHandle h(xenevtchn_open(detail::library_logger(options.quiet), 0));
     if (!h) {
@@ -155,8 +148,7 @@ Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions &opti
 
 namespace testing {
 
-std::unique_ptr<EventChannel> detached_event_channel()
-{
+std::unique_ptr<EventChannel> detached_event_channel() {
     return std::make_unique<RealEventChannel>(EvtchnHandle{}, -1);
 }
 

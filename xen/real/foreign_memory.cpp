@@ -1,16 +1,15 @@
 // ForeignMemory over libxenforeignmemory (privcmd): dom0 tooling only.
-#include <xenhsa/xen/real/platform.hpp>
-#include <xenhsa/xen/real/testing.hpp>
-
-#include "detail.hpp"
-#include <xenhsa/xen/reservation.hpp>
-
 #include <sys/mman.h>
 
 #include <climits>
 #include <limits>
 #include <new>
 #include <vector>
+#include <xenhsa/xen/real/platform.hpp>
+#include <xenhsa/xen/real/testing.hpp>
+#include <xenhsa/xen/reservation.hpp>
+
+#include "detail.hpp"
 
 extern "C" {
 #include <xenforeignmemory.h>
@@ -21,13 +20,12 @@ namespace xenhsa::xen::real {
 namespace {
 
 struct FmemClose {
-    void operator()(xenforeignmemory_handle *h) const noexcept { xenforeignmemory_close(h); }
+    void operator()(xenforeignmemory_handle* h) const noexcept { xenforeignmemory_close(h); }
 };
 // Shared with every mapping, which must unmap through the handle it was made with.
 using FmemHandle = std::shared_ptr<xenforeignmemory_handle>;
 
-void unmap_or_die(xenforeignmemory_handle *h, std::byte *addr, std::size_t pages) noexcept
-{
+void unmap_or_die(xenforeignmemory_handle* h, std::byte* addr, std::size_t pages) noexcept {
     if (xenforeignmemory_unmap(h, addr, pages) != 0) {
         fatal("xenforeignmemory_unmap", errno);
     }
@@ -35,22 +33,19 @@ void unmap_or_die(xenforeignmemory_handle *h, std::byte *addr, std::size_t pages
 
 class RealForeignMapping final : public ForeignMapping {
 public:
-    RealForeignMapping(FmemHandle h, std::byte *addr, std::size_t pages) noexcept
-        : h_(std::move(h)), addr_(addr), pages_(pages)
-    {
-    }
-    RealForeignMapping(const RealForeignMapping &) = delete;
-    RealForeignMapping &operator=(const RealForeignMapping &) = delete;
+    RealForeignMapping(FmemHandle h, std::byte* addr, std::size_t pages) noexcept
+        : h_(std::move(h)), addr_(addr), pages_(pages) {}
+    RealForeignMapping(const RealForeignMapping&) = delete;
+    RealForeignMapping& operator=(const RealForeignMapping&) = delete;
     ~RealForeignMapping() override { unmap_or_die(h_.get(), addr_, pages_); }
 
-    [[nodiscard]] std::span<std::byte> bytes() const noexcept override
-    {
+    [[nodiscard]] std::span<std::byte> bytes() const noexcept override {
         return {addr_, pages_ * detail::kPageSize};
     }
 
 private:
     FmemHandle h_;
-    std::byte *addr_;
+    std::byte* addr_;
     std::size_t pages_;
 };
 
@@ -59,10 +54,9 @@ public:
     explicit RealForeignMemory(FmemHandle h) noexcept : h_(std::move(h)) {}
 
     Result<std::unique_ptr<ForeignMapping>> map(DomId domid, std::span<const uint64_t> gfns,
-                                                bool writable) override
-    {
-        if (gfns.empty() || gfns.size() > std::numeric_limits<std::size_t>::max() /
-                                              detail::kPageSize ||
+                                                bool writable) override {
+        if (gfns.empty() ||
+            gfns.size() > std::numeric_limits<std::size_t>::max() / detail::kPageSize ||
             domid == kDomIdInvalid) {
             return errno_code(EINVAL);
         }
@@ -81,16 +75,16 @@ public:
         try {
             arr.assign(gfns.begin(), gfns.end());
             err.assign(gfns.size(), 0);
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
         errno = 0;
-        void *p = xenforeignmemory_map(h_.get(), domid, prot, arr.size(), arr.data(), err.data());
+        void* p = xenforeignmemory_map(h_.get(), domid, prot, arr.size(), arr.data(), err.data());
         if (p == nullptr) {
             return detail::last_error();
         }
-        auto *addr = static_cast<std::byte *>(p);
+        auto* addr = static_cast<std::byte*>(p);
         // With an err array the map may partly succeed: all or nothing for the seam.
         // err[] holds errno values (the Linux privcmd path passes -errno through; accept
         // both signs).
@@ -103,7 +97,7 @@ public:
         try {
             return std::unique_ptr<ForeignMapping>(
                 std::make_unique<RealForeignMapping>(h_, addr, arr.size()));
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             unmap_or_die(h_.get(), addr, arr.size());
             return errno_code(ENOMEM);
         }
@@ -115,17 +109,16 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions &options)
-{
+Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions& options) {
     errno = 0;
-    xenforeignmemory_handle *raw = xenforeignmemory_open(detail::library_logger(options.quiet), 0);
+    xenforeignmemory_handle* raw = xenforeignmemory_open(detail::library_logger(options.quiet), 0);
     if (raw == nullptr) {
         return detail::last_error();
     }
     FmemHandle h;
     try {
         h = FmemHandle(raw, FmemClose{});  // closes raw itself if it throws
-    } catch (const std::bad_alloc &) {
+    } catch (const std::bad_alloc&) {
         return errno_code(ENOMEM);
     }
     return std::unique_ptr<ForeignMemory>(std::make_unique<RealForeignMemory>(std::move(h)));
@@ -133,8 +126,7 @@ Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions &op
 
 namespace testing {
 
-std::unique_ptr<ForeignMemory> detached_foreign_memory()
-{
+std::unique_ptr<ForeignMemory> detached_foreign_memory() {
     return std::make_unique<RealForeignMemory>(FmemHandle{});
 }
 

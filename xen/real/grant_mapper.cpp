@@ -5,12 +5,6 @@
 // hypervisor's per-grant GNTST_* codes do not reach user space), so on failure every
 // status slot gets that errno and on success every slot gets 0. Per-element codes exist
 // only on the simulated hypervisor.
-#include <xenhsa/xen/real/platform.hpp>
-#include <xenhsa/xen/real/testing.hpp>
-
-#include "detail.hpp"
-#include <xenhsa/xen/reservation.hpp>
-
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
@@ -20,10 +14,15 @@
 #include <limits>
 #include <new>
 #include <vector>
+#include <xenhsa/xen/real/platform.hpp>
+#include <xenhsa/xen/real/testing.hpp>
+#include <xenhsa/xen/reservation.hpp>
+
+#include "detail.hpp"
 
 extern "C" {
-#include <xengnttab.h>
 #include <xen/sys/gntdev.h>
+#include <xengnttab.h>
 }
 
 namespace xenhsa::xen::real {
@@ -33,14 +32,13 @@ namespace {
 using detail::kPageSize;
 
 struct GnttabClose {
-    void operator()(xengnttab_handle *h) const noexcept { xengnttab_close(h); }
+    void operator()(xengnttab_handle* h) const noexcept { xengnttab_close(h); }
 };
 using GnttabHandle = std::unique_ptr<xengnttab_handle, GnttabClose>;
 
 constexpr std::size_t kRefsOffset = offsetof(ioctl_gntdev_map_grant_ref, refs);
 
-void fill(std::span<int> status, int value) noexcept
-{
+void fill(std::span<int> status, int value) noexcept {
     std::fill(status.begin(), status.end(), value);
 }
 
@@ -48,8 +46,7 @@ class RealGrantMapper final : public GrantMapper {
 public:
     explicit RealGrantMapper(GnttabHandle h) noexcept : h_(std::move(h)) {}
 
-    Result<GrantMapping> map(const GrantMapSpec &spec, std::span<int> status) override
-    {
+    Result<GrantMapping> map(const GrantMapSpec& spec, std::span<int> status) override {
         // Checked before the library: xengnttab_map_domain_grant_refs() underflows on a
         // count of 0 (Linux osdep), and the C API takes 32-bit counts.
         const std::size_t n = spec.refs.size();
@@ -71,8 +68,7 @@ public:
     }
 
     Result<GrantMapping> map_notify(DomId domid, GrantRef ref, bool writable,
-                                    const UnmapNotify &notify) override
-    {
+                                    const UnmapNotify& notify) override {
         // The library takes -1 for "no notification" in both fields. gntdev refuses to
         // clear a byte in a read-only mapping; say so before mapping anything.
         uint32_t offset = static_cast<uint32_t>(-1);
@@ -96,16 +92,15 @@ public:
             return errno_code(EBADF);
         }
         const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-        void *p = xengnttab_map_grant_ref_notify(h_.get(), domid, ref, prot, offset, port);
+        void* p = xengnttab_map_grant_ref_notify(h_.get(), domid, ref, prot, offset, port);
         if (p == nullptr) {
             return detail::last_error();
         }
-        return GrantMapping(this, static_cast<std::byte *>(p), 1, false);
+        return GrantMapping(this, static_cast<std::byte*>(p), 1, false);
     }
 
 protected:
-    void unmap(std::byte *addr, std::size_t pages, bool fixed) noexcept override
-    {
+    void unmap(std::byte* addr, std::size_t pages, bool fixed) noexcept override {
         if (fixed) {
             unmap_fixed(addr, pages);
             return;
@@ -116,8 +111,7 @@ protected:
     }
 
 private:
-    static Result<void> check(const GrantMapSpec &spec) noexcept
-    {
+    static Result<void> check(const GrantMapSpec& spec) noexcept {
         const std::size_t n = spec.refs.size();
         if (n > std::numeric_limits<uint32_t>::max() / kPageSize || spec.domid == kDomIdInvalid) {
             return errno_code(EINVAL);
@@ -131,26 +125,24 @@ private:
         return boost::outcome_v2::success();
     }
 
-    Result<GrantMapping> map_anywhere(const GrantMapSpec &spec, int prot)
-    {
+    Result<GrantMapping> map_anywhere(const GrantMapSpec& spec, int prot) {
         std::vector<uint32_t> refs;  // the library takes a non-const array
         try {
             refs.assign(spec.refs.begin(), spec.refs.end());
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         const auto n = static_cast<uint32_t>(refs.size());
-        void *p = xengnttab_map_domain_grant_refs(h_.get(), n, spec.domid, refs.data(), prot);
+        void* p = xengnttab_map_domain_grant_refs(h_.get(), n, spec.domid, refs.data(), prot);
         if (p == nullptr) {
             return detail::last_error();
         }
-        return GrantMapping(this, static_cast<std::byte *>(p), n, false);
+        return GrantMapping(this, static_cast<std::byte*>(p), n, false);
     }
 
     // What libxengnttab does (IOCTL_GNTDEV_MAP_GRANT_REF, then mmap() at the returned
     // index), but placed at spec.at.
-    Result<GrantMapping> map_fixed(const GrantMapSpec &spec, int prot)
-    {
+    Result<GrantMapping> map_fixed(const GrantMapSpec& spec, int prot) {
         const int fd = xengnttab_fd(h_.get());
         const std::size_t n = spec.refs.size();
         const std::size_t len = n * kPageSize;
@@ -161,7 +153,7 @@ private:
         try {
             buf.resize(std::max(kRefsOffset + n * sizeof(ioctl_gntdev_grant_ref),
                                 sizeof(ioctl_gntdev_map_grant_ref)));
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         ioctl_gntdev_map_grant_ref head{};
@@ -180,8 +172,8 @@ private:
         // the caller owns (GrantMapSpec's contract): it replaces part of that reservation
         // and nothing else. Without that guarantee MAP_FIXED would silently clobber
         // whatever else is mapped there.
-        void *p = ::mmap(spec.at, len, prot, MAP_SHARED | MAP_FIXED, fd,
-                         static_cast<off_t>(head.index));
+        void* p =
+            ::mmap(spec.at, len, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(head.index));
         if (p == MAP_FAILED) {
             const std::error_code err = detail::last_error();
             // A failed MAP_FIXED mmap may already have unmapped the old range (Linux
@@ -199,8 +191,7 @@ private:
         return GrantMapping(this, spec.at, n, true);
     }
 
-    void unmap_fixed(std::byte *addr, std::size_t pages) noexcept
-    {
+    void unmap_fixed(std::byte* addr, std::size_t pages) noexcept {
         const int fd = xengnttab_fd(h_.get());
         // gntdev tells us the index of the mapping at addr, so map_fixed keeps no state
         // (and unmap needs no allocation or lock).
@@ -228,8 +219,7 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<GrantMapper>> open_grant_mapper(const RealOptions &options)
-{
+Result<std::unique_ptr<GrantMapper>> open_grant_mapper(const RealOptions& options) {
     errno = 0;
     GnttabHandle h(xengnttab_open(detail::library_logger(options.quiet), 0));
     if (!h) {
@@ -240,8 +230,7 @@ Result<std::unique_ptr<GrantMapper>> open_grant_mapper(const RealOptions &option
 
 namespace testing {
 
-std::unique_ptr<GrantMapper> detached_grant_mapper()
-{
+std::unique_ptr<GrantMapper> detached_grant_mapper() {
     return std::make_unique<RealGrantMapper>(GnttabHandle{});
 }
 

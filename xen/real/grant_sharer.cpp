@@ -21,14 +21,6 @@
 //   (own_grant_table.hpp: no privcmd, a driver domain, HVM/PVH, grant table v2).
 // * revoke() is cooperative on Xen 4.17 (no forced revoke of a grant): the pages are
 //   scrubbed, the grants end when the peer unmaps.
-#include <xenhsa/xen/public_headers.hpp>
-#include <xenhsa/xen/real/platform.hpp>
-#include <xenhsa/xen/real/testing.hpp>
-
-#include "detail.hpp"
-#include <xenhsa/xen/reservation.hpp>
-#include "own_grant_table.hpp"
-
 #include <fcntl.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -43,10 +35,17 @@
 #include <new>
 #include <set>
 #include <vector>
+#include <xenhsa/xen/public_headers.hpp>
+#include <xenhsa/xen/real/platform.hpp>
+#include <xenhsa/xen/real/testing.hpp>
+#include <xenhsa/xen/reservation.hpp>
+
+#include "detail.hpp"
+#include "own_grant_table.hpp"
 
 extern "C" {
-#include <xengnttab.h>
 #include <xen/sys/gntalloc.h>
+#include <xengnttab.h>
 }
 
 namespace xenhsa::xen::real {
@@ -56,7 +55,7 @@ namespace {
 using detail::kPageSize;
 
 struct GntshrClose {
-    void operator()(xengntshr_handle *h) const noexcept { xengntshr_close(h); }
+    void operator()(xengntshr_handle* h) const noexcept { xengntshr_close(h); }
 };
 using GntshrHandle = std::unique_ptr<xengntshr_handle, GntshrClose>;
 
@@ -65,22 +64,20 @@ constexpr std::size_t kGrefsOffset = offsetof(ioctl_gntalloc_alloc_gref, gref_id
 class RealGrantSharer final : public GrantSharer {
 public:
     RealGrantSharer(GntshrHandle h, std::unique_ptr<OwnGrantTable> table) noexcept
-        : h_(std::move(h)), table_(std::move(table))
-    {
-    }
+        : h_(std::move(h)), table_(std::move(table)) {}
 
-    Result<SharedPages> share(const ShareSpec &spec) override
-    {
+    Result<SharedPages> share(const ShareSpec& spec) override {
         const std::size_t pages = spec.pages;
         // The C API counts pages in an int (and unshares with a uint32_t).
-        if (pages == 0 || pages > static_cast<std::size_t>(std::numeric_limits<int>::max()) /
-                                      kPageSize ||
+        if (pages == 0 ||
+            pages > static_cast<std::size_t>(std::numeric_limits<int>::max()) / kPageSize ||
             spec.peer == kDomIdInvalid) {
             return errno_code(EINVAL);
         }
         if (spec.at != nullptr) {
             const auto at = reinterpret_cast<uintptr_t>(spec.at);
-            if (at % kPageSize != 0 || at > std::numeric_limits<uintptr_t>::max() - pages * kPageSize) {
+            if (at % kPageSize != 0 ||
+                at > std::numeric_limits<uintptr_t>::max() - pages * kPageSize) {
                 return errno_code(EINVAL);
             }
         }
@@ -90,24 +87,23 @@ public:
         std::vector<GrantRef> refs;
         try {
             refs.resize(pages);
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         if (spec.at != nullptr) {
             return share_fixed(spec, std::move(refs));
         }
         // gntalloc hands out zeroed pages.
-        void *p = xengntshr_share_pages(h_.get(), spec.peer, static_cast<int>(pages), refs.data(),
+        void* p = xengntshr_share_pages(h_.get(), spec.peer, static_cast<int>(pages), refs.data(),
                                         spec.writable ? 1 : 0);
         if (p == nullptr) {
             return detail::last_error();
         }
-        return SharedPages(this, static_cast<std::byte *>(p), std::move(refs));
+        return SharedPages(this, static_cast<std::byte*>(p), std::move(refs));
     }
 
 protected:
-    Result<void> end_access(std::byte * /*addr*/, std::span<const GrantRef> refs) noexcept override
-    {
+    Result<void> end_access(std::byte* /*addr*/, std::span<const GrantRef> refs) noexcept override {
         if (!table_) {
             return boost::outcome_v2::success();  // cannot tell: see the top of this file
         }
@@ -118,8 +114,7 @@ protected:
         return boost::outcome_v2::success();  // not mapped, or cannot tell
     }
 
-    void release(std::byte *addr, std::span<const GrantRef> refs) noexcept override
-    {
+    void release(std::byte* addr, std::span<const GrantRef> refs) noexcept override {
         const std::size_t len = refs.size() * kPageSize;
         if (auto it = fixed_.find(addr); it != fixed_.end()) {
             fixed_.erase(it);
@@ -137,16 +132,14 @@ protected:
     // Xen 4.17 cannot take a grant back from a peer that maps it: scrub the pages so the
     // peer sees zeros from now on, then unshare; gntalloc keeps the pages out of use
     // until the peer unmaps.
-    RevokeEffect revoke(std::byte *addr, std::span<const GrantRef> refs) noexcept override
-    {
+    RevokeEffect revoke(std::byte* addr, std::span<const GrantRef> refs) noexcept override {
         std::memset(addr, 0, refs.size() * kPageSize);
         release(addr, refs);
         return RevokeEffect::cooperative;
     }
 
 private:
-    Result<SharedPages> share_fixed(const ShareSpec &spec, std::vector<GrantRef> refs)
-    {
+    Result<SharedPages> share_fixed(const ShareSpec& spec, std::vector<GrantRef> refs) {
         const int fd = xengntshr_fd(h_.get());
         const std::size_t n = refs.size();
         const std::size_t len = n * kPageSize;
@@ -155,10 +148,10 @@ private:
         // and read back with memcpy, as in grant_mapper.cpp.
         std::vector<std::byte> buf;
         try {
-            buf.resize(std::max(kGrefsOffset + n * sizeof(uint32_t),
-                                sizeof(ioctl_gntalloc_alloc_gref)));
+            buf.resize(
+                std::max(kGrefsOffset + n * sizeof(uint32_t), sizeof(ioctl_gntalloc_alloc_gref)));
             fixed_.insert(spec.at);  // before mapping: nothing can throw afterwards
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         ioctl_gntalloc_alloc_gref head{};
@@ -176,7 +169,7 @@ private:
 
         // MAP_FIXED is correct ONLY because spec.at lies in a PROT_NONE reservation the
         // caller owns (ShareSpec's contract): it replaces part of it and nothing else.
-        void *p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+        void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
                          static_cast<off_t>(head.index));
         const std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
         if (p == MAP_FAILED) {
@@ -199,27 +192,24 @@ private:
 
     GntshrHandle h_;
     std::unique_ptr<OwnGrantTable> table_;  // null: end_access() cannot observe mappings
-    std::set<std::byte *> fixed_;            // addresses of pages shared with ShareSpec::at
+    std::set<std::byte*> fixed_;            // addresses of pages shared with ShareSpec::at
 };
 
 }  // namespace
 
-Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions &options)
-{
+Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions& options) {
     errno = 0;
     GntshrHandle h(xengntshr_open(detail::library_logger(options.quiet), 0));
     if (!h) {
         return detail::last_error();
     }
-    return std::unique_ptr<GrantSharer>(
-        std::make_unique<RealGrantSharer>(
-            std::move(h), options.read_own_grant_table ? OwnGrantTable::open() : nullptr));
+    return std::unique_ptr<GrantSharer>(std::make_unique<RealGrantSharer>(
+        std::move(h), options.read_own_grant_table ? OwnGrantTable::open() : nullptr));
 }
 
 namespace testing {
 
-std::unique_ptr<GrantSharer> detached_grant_sharer()
-{
+std::unique_ptr<GrantSharer> detached_grant_sharer() {
     return std::make_unique<RealGrantSharer>(GntshrHandle{}, nullptr);
 }
 

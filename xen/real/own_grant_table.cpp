@@ -13,9 +13,9 @@
 #include <new>
 #include <type_traits>
 #include <xenhsa/xen/public_headers.hpp>
+#include <xenhsa/xen/reservation.hpp>
 
 #include "detail.hpp"
-#include <xenhsa/xen/reservation.hpp>
 
 extern "C" {
 #include <xen/sys/privcmd.h>

@@ -3,8 +3,7 @@
 
 namespace xenhsa::xen::real {
 
-Result<Platform> open_real_platform(const RealOptions &options)
-{
+Result<Platform> open_real_platform(const RealOptions& options) {
     Platform p;
     auto grants = open_grant_mapper(options);
     if (!grants) return grants.error();

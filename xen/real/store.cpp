@@ -1,13 +1,12 @@
 // Store over libxenstore. Everything libxenstore returns is malloc()ed in one block and
 // freed here with free(). Paths, values and tokens with an embedded NUL are refused
 // (EINVAL): libxenstore takes C strings for paths and tokens.
+#include <climits>
+#include <new>
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
 #include "detail.hpp"
-
-#include <climits>
-#include <new>
 
 extern "C" {
 #include <xenstore.h>
@@ -22,59 +21,57 @@ using detail::FreeDeleter;
 using detail::last_error;
 
 struct XsClose {
-    void operator()(xs_handle *h) const noexcept { xs_close(h); }
+    void operator()(xs_handle* h) const noexcept { xs_close(h); }
 };
 using XsHandle = std::unique_ptr<xs_handle, XsClose>;
 
 template <class T>
 using Malloced = std::unique_ptr<T, FreeDeleter>;
 
-unsigned int to_xs_perm(StoreAccess a) noexcept
-{
+unsigned int to_xs_perm(StoreAccess a) noexcept {
     switch (a) {
-    case StoreAccess::none:
-        return XS_PERM_NONE;
-    case StoreAccess::read:
-        return XS_PERM_READ;
-    case StoreAccess::write:
-        return XS_PERM_WRITE;
-    case StoreAccess::both:
-        return XS_PERM_READ | XS_PERM_WRITE;
+        case StoreAccess::none:
+            return XS_PERM_NONE;
+        case StoreAccess::read:
+            return XS_PERM_READ;
+        case StoreAccess::write:
+            return XS_PERM_WRITE;
+        case StoreAccess::both:
+            return XS_PERM_READ | XS_PERM_WRITE;
     }
     return XS_PERM_NONE;
 }
 
-StoreAccess from_xs_perm(unsigned int p) noexcept
-{
+StoreAccess from_xs_perm(unsigned int p) noexcept {
     // XS_PERM_OWNER / _ENOENT_OK / _IGNORE are xenstored-internal, not part of the list.
     const bool r = (p & XS_PERM_READ) != 0;
     const bool w = (p & XS_PERM_WRITE) != 0;
-    return r && w ? StoreAccess::both : r ? StoreAccess::read : w ? StoreAccess::write
-                                                                  : StoreAccess::none;
+    return r && w ? StoreAccess::both
+           : r    ? StoreAccess::read
+           : w    ? StoreAccess::write
+                  : StoreAccess::none;
 }
 
 class RealStore final : public Store {
 public:
     RealStore(XsHandle h, int fd) noexcept : h_(std::move(h)), fd_(fd) {}
 
-    Result<std::string> read(TxId tx, std::string_view path) override
-    {
+    Result<std::string> read(TxId tx, std::string_view path) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (!h_) return errno_code(EBADF);
         unsigned int len = 0;
         errno = 0;
-        Malloced<char> value(static_cast<char *>(xs_read(h_.get(), tx, p.value().c_str(), &len)));
+        Malloced<char> value(static_cast<char*>(xs_read(h_.get(), tx, p.value().c_str(), &len)));
         if (!value) return last_error();
         try {
             return std::string(value.get(), len);
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
     }
 
-    Result<void> write(TxId tx, std::string_view path, std::string_view value) override
-    {
+    Result<void> write(TxId tx, std::string_view path, std::string_view value) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (value.size() > UINT_MAX) return errno_code(E2BIG);
@@ -87,8 +84,7 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<void> mkdir(TxId tx, std::string_view path) override
-    {
+    Result<void> mkdir(TxId tx, std::string_view path) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (!h_) return errno_code(EBADF);
@@ -97,8 +93,7 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<void> rm(TxId tx, std::string_view path) override
-    {
+    Result<void> rm(TxId tx, std::string_view path) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (!h_) return errno_code(EBADF);
@@ -107,24 +102,22 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<std::vector<std::string>> directory(TxId tx, std::string_view path) override
-    {
+    Result<std::vector<std::string>> directory(TxId tx, std::string_view path) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (!h_) return errno_code(EBADF);
         unsigned int num = 0;
         errno = 0;
-        Malloced<char *> names(xs_directory(h_.get(), tx, p.value().c_str(), &num));
+        Malloced<char*> names(xs_directory(h_.get(), tx, p.value().c_str(), &num));
         if (!names) return last_error();
         try {
             return std::vector<std::string>(names.get(), names.get() + num);
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
     }
 
-    Result<std::vector<StorePerm>> get_perms(TxId tx, std::string_view path) override
-    {
+    Result<std::vector<StorePerm>> get_perms(TxId tx, std::string_view path) override {
         auto p = c_string(path);
         if (!p) return p.error();
         if (!h_) return errno_code(EBADF);
@@ -135,11 +128,11 @@ public:
         std::vector<StorePerm> out;
         try {
             out.reserve(num);
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
         for (unsigned int i = 0; i < num; ++i) {
-            const xs_permissions &e = perms.get()[i];
+            const xs_permissions& e = perms.get()[i];
             if (e.id > UINT16_MAX) return errno_code(EPROTO);
             out.push_back({static_cast<DomId>(e.id), from_xs_perm(e.perms)});
         }
@@ -147,8 +140,7 @@ public:
     }
 
     Result<void> set_perms(TxId tx, std::string_view path,
-                           const std::vector<StorePerm> &perms) override
-    {
+                           const std::vector<StorePerm>& perms) override {
         auto p = c_string(path);
         if (!p) return p.error();
         // xenstored needs at least the owner entry.
@@ -157,10 +149,10 @@ public:
         std::vector<xs_permissions> list;
         try {
             list.reserve(perms.size());
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
-        for (const StorePerm &e : perms) {
+        for (const StorePerm& e : perms) {
             list.push_back({e.domid, to_xs_perm(e.access)});
         }
         errno = 0;
@@ -171,8 +163,7 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<TxId> transaction_start() override
-    {
+    Result<TxId> transaction_start() override {
         if (!h_) return errno_code(EBADF);
         errno = 0;
         const xs_transaction_t tx = xs_transaction_start(h_.get());
@@ -180,8 +171,7 @@ public:
         return TxId{tx};
     }
 
-    Result<void> transaction_end(TxId tx, bool commit) override
-    {
+    Result<void> transaction_end(TxId tx, bool commit) override {
         if (tx == kNoTx) return errno_code(EINVAL);
         if (!h_) return errno_code(EBADF);
         errno = 0;
@@ -191,25 +181,21 @@ public:
         return boost::outcome_v2::success();
     }
 
-    Result<void> watch(std::string_view path, std::string_view token) override
-    {
+    Result<void> watch(std::string_view path, std::string_view token) override {
         return watch_call(xs_watch, path, token);
     }
 
     // XS_UNWATCH_FILTER (set at open) also drops this watch's queued events.
-    Result<void> unwatch(std::string_view path, std::string_view token) override
-    {
+    Result<void> unwatch(std::string_view path, std::string_view token) override {
         return watch_call(xs_unwatch, path, token);
     }
 
     [[nodiscard]] int fd() const noexcept override { return fd_; }
 
-
-    Result<std::optional<WatchEvent>> next_event() override
-    {
+    Result<std::optional<WatchEvent>> next_event() override {
         if (!h_) return errno_code(EBADF);
         errno = 0;
-        Malloced<char *> ev(xs_check_watch(h_.get()));
+        Malloced<char*> ev(xs_check_watch(h_.get()));
         if (!ev) {
             if (errno == EAGAIN) return std::optional<WatchEvent>{};
             return last_error();
@@ -217,16 +203,15 @@ public:
         try {
             return std::optional<WatchEvent>{
                 WatchEvent{ev.get()[XS_WATCH_PATH], ev.get()[XS_WATCH_TOKEN]}};
-        } catch (const std::bad_alloc &) {
+        } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
     }
 
 private:
-    using WatchFn = bool (*)(struct xs_handle *, const char *, const char *);
+    using WatchFn = bool (*)(struct xs_handle*, const char*, const char*);
 
-    Result<void> watch_call(WatchFn fn, std::string_view path, std::string_view token)
-    {
+    Result<void> watch_call(WatchFn fn, std::string_view path, std::string_view token) {
         auto p = c_string(path);
         if (!p) return p.error();
         auto t = c_string(token);
@@ -243,8 +228,7 @@ private:
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> open_store(const RealOptions & /*options*/)
-{
+Result<std::unique_ptr<Store>> open_store(const RealOptions& /*options*/) {
     errno = 0;
     XsHandle h(xs_open(XS_UNWATCH_FILTER));
     if (!h) {

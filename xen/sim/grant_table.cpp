@@ -1,9 +1,8 @@
-#include <xenhsa/xen/sim/grant_table.hpp>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <xenhsa/xen/sim/grant_table.hpp>
 
 namespace xenhsa::xen::sim {
 
@@ -13,17 +12,15 @@ namespace {
 constexpr int kPinRetries = 4;
 
 // (flags, domid) as the one 32-bit word Xen compares and swaps.
-uint32_t *combo_word(grant_entry_v1_t &e) noexcept
-{
+uint32_t* combo_word(grant_entry_v1_t& e) noexcept {
     static_assert(offsetof(grant_entry_v1_t, flags) == 0 && offsetof(grant_entry_v1_t, domid) == 2);
-    return reinterpret_cast<uint32_t *>(&e);
+    return reinterpret_cast<uint32_t*>(&e);
 }
 
 uint16_t flags_of(uint32_t combo) noexcept { return static_cast<uint16_t>(combo & 0xFFFFu); }
 DomId domid_of(uint32_t combo) noexcept { return static_cast<DomId>(combo >> 16); }
 
-[[noreturn]] void grant_bug(const char *what, GrantRef ref) noexcept
-{
+[[noreturn]] void grant_bug(const char* what, GrantRef ref) noexcept {
     std::fprintf(stderr, "xenhsa-sim: grant table bug: %s (ref %u)\n", what, ref);
     std::abort();
 }
@@ -31,17 +28,14 @@ DomId domid_of(uint32_t combo) noexcept { return static_cast<DomId>(combo >> 16)
 }  // namespace
 
 GrantTable::GrantTable(DomId owner, std::span<grant_entry_v1_t> entries, uint64_t ram_pages)
-    : owner_(owner), entries_(entries), ram_pages_(ram_pages), pins_(entries.size())
-{
-}
+    : owner_(owner), entries_(entries), ram_pages_(ram_pages), pins_(entries.size()) {}
 
-Result<uint64_t> GrantTable::pin(GrantRef ref, DomId mapper, bool writable) noexcept
-{
+Result<uint64_t> GrantTable::pin(GrantRef ref, DomId mapper, bool writable) noexcept {
     if (ref >= entries_.size()) {
         return errno_code(EINVAL);
     }
-    grant_entry_v1_t &entry = entries_[ref];
-    uint32_t *word = combo_word(entry);
+    grant_entry_v1_t& entry = entries_[ref];
+    uint32_t* word = combo_word(entry);
     const uint16_t want = static_cast<uint16_t>(GTF_reading | (writable ? GTF_writing : 0));
     uint32_t seen = __atomic_load_n(word, __ATOMIC_ACQUIRE);
     for (int attempt = 0;; ++attempt) {
@@ -53,9 +47,8 @@ Result<uint64_t> GrantTable::pin(GrantRef ref, DomId mapper, bool writable) noex
             return errno_code(EPERM);
         }
         const uint32_t pinned = seen | want;
-        if (pinned == seen ||
-            __atomic_compare_exchange_n(word, &seen, pinned, false, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE)) {
+        if (pinned == seen || __atomic_compare_exchange_n(word, &seen, pinned, false,
+                                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             break;
         }
         if (attempt == kPinRetries) {
@@ -64,7 +57,7 @@ Result<uint64_t> GrantTable::pin(GrantRef ref, DomId mapper, bool writable) noex
     }
     // From here the guest can no longer end access; read the frame once.
     const uint64_t frame = __atomic_load_n(&entry.frame, __ATOMIC_ACQUIRE);
-    PinCount &count = pins_[ref];
+    PinCount& count = pins_[ref];
     ++count.readers;
     count.writers += writable ? 1 : 0;
     if (frame >= ram_pages_) {
@@ -75,8 +68,7 @@ Result<uint64_t> GrantTable::pin(GrantRef ref, DomId mapper, bool writable) noex
 }
 
 Result<void> GrantTable::pin_batch(std::span<const GrantRef> refs, DomId mapper, bool writable,
-                                   std::span<uint64_t> frames, std::span<int> status) noexcept
-{
+                                   std::span<uint64_t> frames, std::span<int> status) noexcept {
     const bool report = status.size() == refs.size();
     if (frames.size() != refs.size()) {
         return errno_code(EINVAL);
@@ -84,7 +76,7 @@ Result<void> GrantTable::pin_batch(std::span<const GrantRef> refs, DomId mapper,
     for (std::size_t i = 0; i < refs.size(); ++i) {
         auto frame = pin(refs[i], mapper, writable);
         if (!frame) {
-            for (std::size_t j = 0; j < i; ++j) { // undo exactly what succeeded
+            for (std::size_t j = 0; j < i; ++j) {  // undo exactly what succeeded
                 unpin(refs[j], writable);
             }
             if (report) {
@@ -102,12 +94,12 @@ Result<void> GrantTable::pin_batch(std::span<const GrantRef> refs, DomId mapper,
     return boost::outcome_v2::success();
 }
 
-void GrantTable::unpin(GrantRef ref, bool writable) noexcept
-{
-    if (ref >= entries_.size() || pins_[ref].readers == 0 || (writable && pins_[ref].writers == 0)) {
+void GrantTable::unpin(GrantRef ref, bool writable) noexcept {
+    if (ref >= entries_.size() || pins_[ref].readers == 0 ||
+        (writable && pins_[ref].writers == 0)) {
         grant_bug("unpin of an entry that is not pinned", ref);
     }
-    PinCount &count = pins_[ref];
+    PinCount& count = pins_[ref];
     --count.readers;
     count.writers -= writable ? 1 : 0;
     uint16_t clear = 0;
@@ -122,29 +114,28 @@ void GrantTable::unpin(GrantRef ref, bool writable) noexcept
     }
 }
 
-uint32_t GrantTable::pins(GrantRef ref) const noexcept
-{
+uint32_t GrantTable::pins(GrantRef ref) const noexcept {
     return ref < pins_.size() ? pins_[ref].readers : 0;
 }
 
-void GrantTable::grant(grant_entry_v1_t &entry, DomId peer, uint32_t frame, bool readonly) noexcept
-{
+void GrantTable::grant(grant_entry_v1_t& entry, DomId peer, uint32_t frame,
+                       bool readonly) noexcept {
     __atomic_store_n(&entry.domid, peer, __ATOMIC_RELAXED);
     __atomic_store_n(&entry.frame, frame, __ATOMIC_RELAXED);
     // Publish the flags last: the hypervisor must never see permit_access before the rest.
-    __atomic_store_n(&entry.flags, static_cast<uint16_t>(GTF_permit_access | (readonly ? GTF_readonly : 0)),
+    __atomic_store_n(&entry.flags,
+                     static_cast<uint16_t>(GTF_permit_access | (readonly ? GTF_readonly : 0)),
                      __ATOMIC_RELEASE);
 }
 
-Result<void> GrantTable::end_access(grant_entry_v1_t &entry) noexcept
-{
+Result<void> GrantTable::end_access(grant_entry_v1_t& entry) noexcept {
     uint16_t flags = __atomic_load_n(&entry.flags, __ATOMIC_ACQUIRE);
     do {
         if ((flags & (GTF_reading | GTF_writing)) != 0) {
             return errno_code(EBUSY);
         }
-    } while (!__atomic_compare_exchange_n(&entry.flags, &flags, uint16_t{0}, false, __ATOMIC_ACQ_REL,
-                                          __ATOMIC_ACQUIRE));
+    } while (!__atomic_compare_exchange_n(&entry.flags, &flags, uint16_t{0}, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     return boost::outcome_v2::success();
 }
 

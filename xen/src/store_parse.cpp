@@ -1,11 +1,9 @@
-#include <xenhsa/xen/store.hpp>
-
 #include <cerrno>
+#include <xenhsa/xen/store.hpp>
 
 namespace xenhsa::xen {
 
-Result<uint64_t> parse_store_uint(std::string_view value, uint64_t max)
-{
+Result<uint64_t> parse_store_uint(std::string_view value, uint64_t max) {
     // The spelling first, then the range: a malformed text is EINVAL wherever its fault
     // lies, and only a well-formed number above `max` (however long) is ERANGE.
     if (value.empty() || (value.size() > 1 && value.front() == '0')) {

@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <cstdio>
-
 #include <xenhsa/backend/service/control_server.hpp>
 
 namespace xenhsa::backend::service {

@@ -6,8 +6,7 @@ namespace {
 
 class BarrierTest : public SoftAgentTest {};
 
-TEST_F(BarrierTest, AndChainOrdersWorkAcrossThreeQueues)
-{
+TEST_F(BarrierTest, AndChainOrdersWorkAcrossThreeQueues) {
     constexpr uint32_t words = 8 * 1024;
     GpuBuffer x(device(), words * 4), y(device(), words * 4), z(device(), words * 4);
     GpuBuffer args(device(), kPage);
@@ -26,7 +25,7 @@ TEST_F(BarrierTest, AndChainOrdersWorkAcrossThreeQueues)
     second.submit(barrier_packet({filled}, 0));
     second.submit(
         dispatch_packet(kernel_object("copy"), copy_xy, grid_1d(words * 4, 1024), copied));
-    EXPECT_EQ(signals.value(2), 1); // nothing can have run: the chain's head is not there
+    EXPECT_EQ(signals.value(2), 1);  // nothing can have run: the chain's head is not there
     EXPECT_EQ(signals.value(1), 1);
     first.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(words, 256), filled));
 
@@ -38,22 +37,21 @@ TEST_F(BarrierTest, AndChainOrdersWorkAcrossThreeQueues)
     }
 }
 
-TEST_F(BarrierTest, AndWaitsForEveryDependencyStoredByTheHost)
-{
+TEST_F(BarrierTest, AndWaitsForEveryDependencyStoredByTheHost) {
     SignalPage signals(device());
     AqlTestQueue queue(device()), probe(device());
     const uint64_t a = signals.init(0, 1);
     const uint64_t b = signals.init(1, 1);
     const uint64_t c = signals.init(2, 1);
     const uint64_t done = signals.init(3, 1);
-    queue.submit(barrier_packet({a, 0, b, c}, done)); // handle 0 counts as satisfied
+    queue.submit(barrier_packet({a, 0, b, c}, done));  // handle 0 counts as satisfied
 
     signals.store(0, 0);
     signals.store(1, 0);
     // The probe queue sees a and b at 0: the agent has seen those stores.
     probe.submit(barrier_packet({a, b}, signals.init(4, 1)));
     ASSERT_TRUE(signals.wait_eq(4, 0));
-    EXPECT_EQ(signals.value(3), 1); // c is still 1
+    EXPECT_EQ(signals.value(3), 1);  // c is still 1
     EXPECT_EQ(queue.read_index(), 0u);
 
     signals.store(2, 0);
@@ -61,16 +59,14 @@ TEST_F(BarrierTest, AndWaitsForEveryDependencyStoredByTheHost)
     EXPECT_TRUE(queue.wait_read_index(1));
 }
 
-TEST_F(BarrierTest, AndWithoutDependenciesCompletesAtOnce)
-{
+TEST_F(BarrierTest, AndWithoutDependenciesCompletesAtOnce) {
     SignalPage signals(device());
     AqlTestQueue queue(device());
     queue.submit(barrier_packet({}, signals.init(0, 1)));
     ASSERT_TRUE(signals.wait_eq(0, 0));
 }
 
-TEST_F(BarrierTest, OrCompletesWhenAnyDependencyIsZero)
-{
+TEST_F(BarrierTest, OrCompletesWhenAnyDependencyIsZero) {
     SignalPage signals(device());
     AqlTestQueue queue(device());
     const uint64_t a = signals.init(0, 1);
@@ -78,26 +74,24 @@ TEST_F(BarrierTest, OrCompletesWhenAnyDependencyIsZero)
     queue.submit(barrier_packet({0, a, b}, signals.init(2, 1), HSA_PACKET_TYPE_BARRIER_OR));
     signals.store(1, 0);
     ASSERT_TRUE(signals.wait_eq(2, 0));
-    EXPECT_EQ(signals.value(0), 1); // untouched
+    EXPECT_EQ(signals.value(0), 1);  // untouched
 }
 
-TEST_F(BarrierTest, OrCompletedByAnotherQueuesDispatch)
-{
+TEST_F(BarrierTest, OrCompletedByAnotherQueuesDispatch) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
     AqlTestQueue waiting(device()), working(device());
     const uint64_t never = signals.init(0, 1);
     const uint64_t dispatched = signals.init(1, 1);
-    waiting.submit(barrier_packet({never, dispatched}, signals.init(2, 1),
-                                  HSA_PACKET_TYPE_BARRIER_OR));
+    waiting.submit(
+        barrier_packet({never, dispatched}, signals.init(2, 1), HSA_PACKET_TYPE_BARRIER_OR));
     const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 8, 1, 0});
     working.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(8, 8), dispatched));
     ASSERT_TRUE(signals.wait_eq(2, 0));
     EXPECT_EQ(signals.value(0), 1);
 }
 
-TEST_F(BarrierTest, PacketsAfterABarrierWaitForIt)
-{
+TEST_F(BarrierTest, PacketsAfterABarrierWaitForIt) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
     AqlTestQueue queue(device());
@@ -105,7 +99,7 @@ TEST_F(BarrierTest, PacketsAfterABarrierWaitForIt)
     const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 42, 0});
     queue.submit(barrier_packet({gate}, 0));
     queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(1, 1)));
-    EXPECT_EQ(signals.value(1), 1); // the gate is closed
+    EXPECT_EQ(signals.value(1), 1);  // the gate is closed
     EXPECT_EQ(data.at<uint32_t>()[0], 0u);
     signals.store(0, 0);
     ASSERT_TRUE(signals.wait_eq(1, 0));

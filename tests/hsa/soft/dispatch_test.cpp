@@ -1,16 +1,15 @@
 // Kernel dispatches: results of the built-ins, grids, ring wrap-around, completion signals.
-#include "soft_fixture.hpp"
-
 #include <numeric>
+
+#include "soft_fixture.hpp"
 
 namespace xenhsa::hsa::soft_test {
 namespace {
 
 class DispatchTest : public SoftAgentTest {};
 
-TEST_F(DispatchTest, VectorAddComputesEveryElement)
-{
-    constexpr uint32_t n = 1000; // not a multiple of the workgroup: a partial last group
+TEST_F(DispatchTest, VectorAddComputesEveryElement) {
+    constexpr uint32_t n = 1000;  // not a multiple of the workgroup: a partial last group
     GpuBuffer a(device(), n * 4), b(device(), n * 4), c(device(), n * 4), args(device(), kPage);
     for (uint32_t i = 0; i < n; ++i) {
         a.at<float>()[i] = static_cast<float>(i);
@@ -20,8 +19,8 @@ TEST_F(DispatchTest, VectorAddComputesEveryElement)
     SignalPage signals(device());
     AqlTestQueue queue(device());
     const Va kernarg = put_kernarg(args, 0, xenhsa_kernarg_vector_add{a.va(), b.va(), c.va(), n});
-    queue.submit(dispatch_packet(kernel_object("vector_add"), kernarg, grid_1d(n, 64),
-                                 signals.init(0, 1)));
+    queue.submit(
+        dispatch_packet(kernel_object("vector_add"), kernarg, grid_1d(n, 64), signals.init(0, 1)));
 
     ASSERT_TRUE(signals.wait_eq(0, 0));
     for (uint32_t i = 0; i < n; ++i) {
@@ -31,8 +30,7 @@ TEST_F(DispatchTest, VectorAddComputesEveryElement)
     EXPECT_TRUE(log().faults().empty());
 }
 
-TEST_F(DispatchTest, SaxpyUpdatesY)
-{
+TEST_F(DispatchTest, SaxpyUpdatesY) {
     constexpr uint32_t n = 4096;
     GpuBuffer x(device(), n * 4), y(device(), n * 4), args(device(), kPage);
     for (uint32_t i = 0; i < n; ++i) {
@@ -42,8 +40,8 @@ TEST_F(DispatchTest, SaxpyUpdatesY)
     SignalPage signals(device());
     AqlTestQueue queue(device());
     const Va kernarg = put_kernarg(args, 0, xenhsa_kernarg_saxpy{x.va(), y.va(), n, 2.5f, 0});
-    queue.submit(dispatch_packet(kernel_object("saxpy"), kernarg, grid_1d(n, 256),
-                                 signals.init(0, 1)));
+    queue.submit(
+        dispatch_packet(kernel_object("saxpy"), kernarg, grid_1d(n, 256), signals.init(0, 1)));
 
     ASSERT_TRUE(signals.wait_eq(0, 0));
     for (uint32_t i = 0; i < n; ++i) {
@@ -51,8 +49,7 @@ TEST_F(DispatchTest, SaxpyUpdatesY)
     }
 }
 
-TEST_F(DispatchTest, FillThenChecksumWithBarrierBit)
-{
+TEST_F(DispatchTest, FillThenChecksumWithBarrierBit) {
     constexpr uint32_t words = 64 * 1024;
     GpuBuffer data(device(), words * 4), args(device(), kPage), result(device(), kPage);
     SignalPage signals(device());
@@ -68,8 +65,7 @@ TEST_F(DispatchTest, FillThenChecksumWithBarrierBit)
     EXPECT_EQ(*result.at<uint64_t>(), 7ull * words);
 }
 
-TEST_F(DispatchTest, CopyMovesBytes)
-{
+TEST_F(DispatchTest, CopyMovesBytes) {
     constexpr uint32_t size = 10'000;
     GpuBuffer src(device(), size), dst(device(), size), args(device(), kPage);
     for (uint32_t i = 0; i < size; ++i) {
@@ -78,19 +74,18 @@ TEST_F(DispatchTest, CopyMovesBytes)
     SignalPage signals(device());
     AqlTestQueue queue(device());
     const Va kernarg = put_kernarg(args, 0, xenhsa_kernarg_copy{dst.va(), src.va(), size});
-    queue.submit(dispatch_packet(kernel_object("copy"), kernarg, grid_1d(size, 1024),
-                                 signals.init(0, 1)));
+    queue.submit(
+        dispatch_packet(kernel_object("copy"), kernarg, grid_1d(size, 1024), signals.init(0, 1)));
 
     ASSERT_TRUE(signals.wait_eq(0, 0));
     EXPECT_EQ(std::memcmp(src.at<uint8_t>(), dst.at<uint8_t>(), size), 0);
 }
 
-TEST_F(DispatchTest, TwoAndThreeDimensionalGridsCoverEveryItem)
-{
+TEST_F(DispatchTest, TwoAndThreeDimensionalGridsCoverEveryItem) {
     // 2D: 100 x 30 items in 16 x 4 workgroups (partial in both dimensions).
     // 3D: 10 x 6 x 5 items in 4 x 4 x 2 workgroups.
     const Grid grids[] = {Grid{{100, 30, 1}, {16, 4, 1}, 2}, Grid{{10, 6, 5}, {4, 4, 2}, 3}};
-    for (const Grid &grid : grids) {
+    for (const Grid& grid : grids) {
         const uint32_t items = grid.size[0] * grid.size[1] * grid.size[2];
         GpuBuffer data(device(), (items + 16) * 4), args(device(), kPage);
         SignalPage signals(device());
@@ -102,13 +97,12 @@ TEST_F(DispatchTest, TwoAndThreeDimensionalGridsCoverEveryItem)
         for (uint32_t i = 0; i < items; ++i) {
             ASSERT_EQ(data.at<uint32_t>()[i], 0xabcdu) << i;
         }
-        EXPECT_EQ(data.at<uint32_t>()[items], 0u); // and nothing past the count
+        EXPECT_EQ(data.at<uint32_t>()[items], 0u);  // and nothing past the count
     }
 }
 
-TEST_F(DispatchTest, RingWrapsAroundManyTimes)
-{
-    constexpr uint32_t packets = 300; // a 64-slot ring, wrapped four times
+TEST_F(DispatchTest, RingWrapsAroundManyTimes) {
+    constexpr uint32_t packets = 300;  // a 64-slot ring, wrapped four times
     GpuBuffer data(device(), packets * 4), args(device(), packets * 64);
     SignalPage signals(device());
     AqlTestQueue queue(device(), QueueOptions{.packets = 64});
@@ -131,27 +125,25 @@ TEST_F(DispatchTest, RingWrapsAroundManyTimes)
     }
 }
 
-TEST_F(DispatchTest, SignalDropsOnlyAfterTheDataIsWritten)
-{
+TEST_F(DispatchTest, SignalDropsOnlyAfterTheDataIsWritten) {
     constexpr uint32_t words = 16 * 1024;
     constexpr uint32_t rounds = 100;
     GpuBuffer data(device(), words * 4), args(device(), kPage);
     SignalPage signals(device());
     AqlTestQueue queue(device());
     for (uint32_t round = 1; round <= rounds; ++round) {
-        const Va kernarg = put_kernarg(args, (round % 2) * 64,
-                                       xenhsa_kernarg_fill{data.va(), words, round, 0});
+        const Va kernarg =
+            put_kernarg(args, (round % 2) * 64, xenhsa_kernarg_fill{data.va(), words, round, 0});
         queue.submit(dispatch_packet(kernel_object("fill"), kernarg, grid_1d(words, 128),
                                      signals.init(0, 1)));
-        ASSERT_TRUE(signals.wait_eq(0, 0)); // acquire: the data must be there
+        ASSERT_TRUE(signals.wait_eq(0, 0));  // acquire: the data must be there
         for (uint32_t i = 0; i < words; ++i) {
             ASSERT_EQ(data.at<uint32_t>()[i], round) << "round " << round << " word " << i;
         }
     }
 }
 
-TEST_F(DispatchTest, CountedSignalIsDecrementedOncePerPacket)
-{
+TEST_F(DispatchTest, CountedSignalIsDecrementedOncePerPacket) {
     constexpr int64_t packets = 40;
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
@@ -169,8 +161,7 @@ TEST_F(DispatchTest, CountedSignalIsDecrementedOncePerPacket)
     EXPECT_EQ(signals.value(0), 0);
 }
 
-TEST_F(DispatchTest, CompletionSignalWithEventIdSetsTheEventAndWritesTheMailbox)
-{
+TEST_F(DispatchTest, CompletionSignalWithEventIdSetsTheEventAndWritesTheMailbox) {
     const EventId other = make_event();
     GpuBuffer data(device(), kPage), args(device(), kPage), mailbox(device(), kPage);
     SignalPage signals(device());
@@ -181,7 +172,7 @@ TEST_F(DispatchTest, CompletionSignalWithEventIdSetsTheEventAndWritesTheMailbox)
     auto created = device().create_event(spec);
     ASSERT_TRUE(created);
     const EventInfo interrupt = created.value();
-    EXPECT_EQ(interrupt.mailbox, 0u); // the agent has no events page
+    EXPECT_EQ(interrupt.mailbox, 0u);  // the agent has no events page
     const uint64_t signal = signals.init(0, 1, mailbox.va(8), interrupt.event_id);
     const Va kernarg = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 9, 0});
     queue.submit(dispatch_packet(kernel_object("fill"), kernarg, grid_1d(4, 4), signal));
@@ -189,11 +180,10 @@ TEST_F(DispatchTest, CompletionSignalWithEventIdSetsTheEventAndWritesTheMailbox)
     EXPECT_TRUE(fired(interrupt.id));
     EXPECT_EQ(signals.value(0), 0);
     EXPECT_EQ(*mailbox.at<uint64_t>(8), interrupt.event_id);
-    EXPECT_FALSE(fired(other, 0)); // only the named event
+    EXPECT_FALSE(fired(other, 0));  // only the named event
 }
 
-TEST_F(DispatchTest, EventIdWithoutMailboxStillSetsTheEvent)
-{
+TEST_F(DispatchTest, EventIdWithoutMailboxStillSetsTheEvent) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
     AqlTestQueue queue(device());
@@ -205,8 +195,7 @@ TEST_F(DispatchTest, EventIdWithoutMailboxStillSetsTheEvent)
     EXPECT_TRUE(fired(created.value().id));
 }
 
-TEST_F(DispatchTest, DispatchIntoAllocatedDeviceMemory)
-{
+TEST_F(DispatchTest, DispatchIntoAllocatedDeviceMemory) {
     HostMemory reservation(4 * kPage, /*reserve_only=*/true);
     ASSERT_TRUE(device().alloc(kSoftGpuNode, reservation.va(), reservation.size(),
                                XENHSA_ALLOC_DEVICE_LOCAL));
@@ -216,8 +205,8 @@ TEST_F(DispatchTest, DispatchIntoAllocatedDeviceMemory)
     AqlTestQueue queue(device());
     const uint32_t words = static_cast<uint32_t>(reservation.size() / 4);
     const Va kernarg = put_kernarg(args, 0, xenhsa_kernarg_fill{reservation.va(), words, 5, 0});
-    queue.submit(dispatch_packet(kernel_object("fill"), kernarg, grid_1d(words, 256),
-                                 signals.init(0, 1)));
+    queue.submit(
+        dispatch_packet(kernel_object("fill"), kernarg, grid_1d(words, 256), signals.init(0, 1)));
     ASSERT_TRUE(signals.wait_eq(0, 0));
     for (uint32_t i = 0; i < words; ++i) {
         ASSERT_EQ(reservation.at<uint32_t>()[i], 5u) << i;

@@ -1,9 +1,9 @@
 // KFD event semantics: auto/manual reset, wait any/all, timeouts, destroy.
-#include "soft_fixture.hpp"
-
 #include <future>
 #include <map>
 #include <set>
+
+#include "soft_fixture.hpp"
 
 namespace xenhsa::hsa::soft_test {
 namespace {
@@ -14,14 +14,12 @@ const std::error_code kInval = std::make_error_code(std::errc::invalid_argument)
 
 class EventsTest : public SoftAgentTest {
 protected:
-    Result<uint32_t> wait(std::vector<EventId> events, bool all, uint32_t timeout_ms)
-    {
+    Result<uint32_t> wait(std::vector<EventId> events, bool all, uint32_t timeout_ms) {
         return device().wait_events(events, all, timeout_ms);
     }
 };
 
-TEST_F(EventsTest, AutoResetEventIsConsumedByTheWaitThatSeesIt)
-{
+TEST_F(EventsTest, AutoResetEventIsConsumedByTheWaitThatSeesIt) {
     const EventId event = make_event();
     EXPECT_EQ(wait({event}, false, 0).error(), kTimedOut);
     ASSERT_TRUE(device().set_event(event));
@@ -31,8 +29,7 @@ TEST_F(EventsTest, AutoResetEventIsConsumedByTheWaitThatSeesIt)
     EXPECT_EQ(wait({event}, false, 0).error(), kTimedOut);
 }
 
-TEST_F(EventsTest, ManualResetEventStaysSignalledUntilReset)
-{
+TEST_F(EventsTest, ManualResetEventStaysSignalledUntilReset) {
     const EventId event = make_event(/*manual_reset=*/true);
     ASSERT_TRUE(device().set_event(event));
     EXPECT_TRUE(fired(event, 0));
@@ -41,15 +38,13 @@ TEST_F(EventsTest, ManualResetEventStaysSignalledUntilReset)
     EXPECT_EQ(wait({event}, false, 0).error(), kTimedOut);
 }
 
-TEST_F(EventsTest, InitiallySignalled)
-{
+TEST_F(EventsTest, InitiallySignalled) {
     const EventId event = make_event(false, /*signaled=*/true);
     EXPECT_TRUE(fired(event, 0));
     EXPECT_FALSE(fired(event, 0));
 }
 
-TEST_F(EventsTest, WaitAnyReportsWhichFired)
-{
+TEST_F(EventsTest, WaitAnyReportsWhichFired) {
     const EventId a = make_event(true), b = make_event(true), c = make_event(true);
     ASSERT_TRUE(device().set_event(b));
     ASSERT_TRUE(device().set_event(c));
@@ -58,8 +53,7 @@ TEST_F(EventsTest, WaitAnyReportsWhichFired)
     EXPECT_EQ(mask.value(), 0b110u);
 }
 
-TEST_F(EventsTest, WaitAllNeedsEveryEvent)
-{
+TEST_F(EventsTest, WaitAllNeedsEveryEvent) {
     const EventId a = make_event(true), b = make_event(true);
     ASSERT_TRUE(device().set_event(a));
     EXPECT_EQ(wait({a, b}, true, 0).error(), kTimedOut);
@@ -70,8 +64,7 @@ TEST_F(EventsTest, WaitAllNeedsEveryEvent)
     EXPECT_EQ(mask.value(), 0b11u);
 }
 
-TEST_F(EventsTest, SetWakesABlockedWaiterAndAnAutoEventIsLeftUnsignalled)
-{
+TEST_F(EventsTest, SetWakesABlockedWaiterAndAnAutoEventIsLeftUnsignalled) {
     const EventId event = make_event();
     auto waiter = std::async(std::launch::async, [&] { return wait({event}, false, kWaitMs); });
     ASSERT_TRUE(device().set_event(event));
@@ -83,23 +76,22 @@ TEST_F(EventsTest, SetWakesABlockedWaiterAndAnAutoEventIsLeftUnsignalled)
     EXPECT_EQ(wait({event}, false, 0).error(), kTimedOut);
 }
 
-TEST_F(EventsTest, SetWakesEveryWaiterOfAManualEvent)
-{
+TEST_F(EventsTest, SetWakesEveryWaiterOfAManualEvent) {
     const EventId event = make_event(true);
     auto w1 = std::async(std::launch::async, [&] { return wait({event}, false, kWaitMs); });
     auto w2 = std::async(std::launch::async, [&] { return wait({event}, false, kWaitMs); });
     ASSERT_TRUE(device().set_event(event));
     EXPECT_TRUE(w1.get());
     EXPECT_TRUE(w2.get());
-    EXPECT_TRUE(fired(event, 0)); // manual: still signalled
+    EXPECT_TRUE(fired(event, 0));  // manual: still signalled
 }
 
-TEST_F(EventsTest, DestroyEndsWaitsWithAnError)
-{
+TEST_F(EventsTest, DestroyEndsWaitsWithAnError) {
     const EventId event = make_event();
     const EventId other = make_event();
-    auto waiter = std::async(std::launch::async,
-                             [&] { return wait({other, event}, true, XENHSA_WAIT_INFINITE); });
+    auto waiter = std::async(std::launch::async, [&] {
+        return wait({other, event}, true, XENHSA_WAIT_INFINITE);
+    });
     ASSERT_TRUE(device().destroy_event(event));
     auto result = waiter.get();
     ASSERT_FALSE(result);
@@ -107,15 +99,13 @@ TEST_F(EventsTest, DestroyEndsWaitsWithAnError)
     EXPECT_EQ(device().set_event(event).error(), kNoEnt);
 }
 
-TEST_F(EventsTest, TimeoutWithNothingSet)
-{
+TEST_F(EventsTest, TimeoutWithNothingSet) {
     const EventId event = make_event();
     EXPECT_EQ(wait({event}, false, 20).error(), kTimedOut);
 }
 
-TEST_F(EventsTest, EventIdsAreUniqueAndThereIsNoMailbox)
-{
-    std::map<EventId, uint32_t> live; // id -> event_id
+TEST_F(EventsTest, EventIdsAreUniqueAndThereIsNoMailbox) {
+    std::map<EventId, uint32_t> live;  // id -> event_id
     std::set<uint32_t> event_ids;
     for (int i = 0; i < 100; ++i) {
         auto info = device().create_event(EventSpec{});
@@ -137,8 +127,7 @@ TEST_F(EventsTest, EventIdsAreUniqueAndThereIsNoMailbox)
     }
 }
 
-TEST_F(EventsTest, BadArguments)
-{
+TEST_F(EventsTest, BadArguments) {
     const EventId event = make_event();
     EXPECT_EQ(device().set_event(999).error(), kNoEnt);
     EXPECT_EQ(device().reset_event(999).error(), kNoEnt);
@@ -159,8 +148,7 @@ protected:
     FewEventsTest() : SoftAgentTest(SoftAgentOptions{.max_events = 4}) {}
 };
 
-TEST_F(FewEventsTest, EventsAreLimited)
-{
+TEST_F(FewEventsTest, EventsAreLimited) {
     std::vector<EventId> events;
     for (int i = 0; i < 4; ++i) {
         events.push_back(make_event());

@@ -1,9 +1,9 @@
 // GPU page faults: any access outside GPU-mapped memory stops that queue only, signals
 // its error event and is reported once; the agent, its other queues and other agents go
 // on.
-#include "soft_fixture.hpp"
-
 #include <future>
+
+#include "soft_fixture.hpp"
 
 namespace xenhsa::hsa::soft_test {
 namespace {
@@ -11,8 +11,7 @@ namespace {
 class FaultTest : public SoftAgentTest {
 protected:
     // Runs vector_add on `queue` of `on` and checks the result.
-    static void expect_vector_add_works(KfdDevice &on, AqlTestQueue &queue)
-    {
+    static void expect_vector_add_works(KfdDevice& on, AqlTestQueue& queue) {
         constexpr uint32_t n = 512;
         GpuBuffer a(on, n * 4), b(on, n * 4), c(on, n * 4), args(on, kPage);
         SignalPage signals(on);
@@ -32,11 +31,10 @@ protected:
 
     // The queue's error event fired; after the queue is gone exactly one fault remains
     // in the log, at `address`.
-    void expect_one_fault(AqlTestQueue &queue, EventId error_event, Va address)
-    {
+    void expect_one_fault(AqlTestQueue& queue, EventId error_event, Va address) {
         const QueueId id = queue.id();
         ASSERT_TRUE(fired(error_event));
-        queue.destroy(); // joins: a second report could only come before this returns
+        queue.destroy();  // joins: a second report could only come before this returns
         const auto faults = log().faults();
         ASSERT_EQ(faults.size(), 1u);
         EXPECT_EQ(faults[0].queue, id);
@@ -44,8 +42,7 @@ protected:
     }
 };
 
-TEST_F(FaultTest, StrayBufferReadStopsOnlyThatQueue)
-{
+TEST_F(FaultTest, StrayBufferReadStopsOnlyThatQueue) {
     // Two pages, of which only the first is registered and GPU-mapped.
     HostMemory memory(2 * kPage);
     ASSERT_TRUE(device().register_user(memory.va(), kPage, false));
@@ -57,14 +54,14 @@ TEST_F(FaultTest, StrayBufferReadStopsOnlyThatQueue)
     AqlTestQueue healthy(device());
 
     const Va oob = put_kernarg(args, 0, xenhsa_kernarg_oob_read{memory.va(), 1024, out.va()});
-    faulting.submit(dispatch_packet(kernel_object("oob_read"), oob, grid_1d(1, 1),
-                                    signals.init(0, 1)));
+    faulting.submit(
+        dispatch_packet(kernel_object("oob_read"), oob, grid_1d(1, 1), signals.init(0, 1)));
     ASSERT_TRUE(fired(error));
 
     // Stopped: a packet after the fault never runs.
     const Va fill = put_kernarg(args, 64, xenhsa_kernarg_fill{out.va(), 4, 77, 0});
-    faulting.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4),
-                                    signals.init(1, 1)));
+    faulting.submit(
+        dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(1, 1)));
     // The same agent's other queue, and another agent, still compute.
     expect_vector_add_works(device(), healthy);
     auto other = make_soft_agent();
@@ -75,7 +72,7 @@ TEST_F(FaultTest, StrayBufferReadStopsOnlyThatQueue)
 
     const QueueId id = faulting.id();
     faulting.destroy();
-    EXPECT_EQ(signals.value(0), 1); // the faulting dispatch never completed
+    EXPECT_EQ(signals.value(0), 1);  // the faulting dispatch never completed
     EXPECT_EQ(signals.value(1), 1);
     EXPECT_EQ(out.at<uint32_t>()[0], 0u);
     const auto faults = log().faults();
@@ -87,9 +84,8 @@ TEST_F(FaultTest, StrayBufferReadStopsOnlyThatQueue)
     ASSERT_TRUE(device().deregister_user(memory.va()));
 }
 
-TEST_F(FaultTest, ManyFaultingWorkgroupsAreReportedOnce)
-{
-    HostMemory stray(16 * kPage); // host memory the GPU was never given
+TEST_F(FaultTest, ManyFaultingWorkgroupsAreReportedOnce) {
+    HostMemory stray(16 * kPage);  // host memory the GPU was never given
     GpuBuffer args(device(), kPage);
     const EventId error = make_event();
     AqlTestQueue queue(device(), QueueOptions{.error_event = error});
@@ -109,8 +105,7 @@ TEST_F(FaultTest, ManyFaultingWorkgroupsAreReportedOnce)
 
 // KFD signals a process's memory events on a VM fault; ROCr's VM-fault handler waits on
 // one (HSA_EVENTTYPE_MEMORY) and reports the fault. Signal events are left alone.
-TEST_F(FaultTest, PageFaultSetsEveryMemoryEvent)
-{
+TEST_F(FaultTest, PageFaultSetsEveryMemoryEvent) {
     HostMemory stray(kPage);
     GpuBuffer args(device(), kPage);
     EventSpec memory_spec;
@@ -132,8 +127,7 @@ TEST_F(FaultTest, PageFaultSetsEveryMemoryEvent)
     EXPECT_EQ(log().faults().size(), 1u);
 }
 
-TEST_F(FaultTest, StrayKernargAddress)
-{
+TEST_F(FaultTest, StrayKernargAddress) {
     HostMemory stray(kPage);
     GpuBuffer data(device(), kPage);
     const EventId error = make_event();
@@ -142,9 +136,8 @@ TEST_F(FaultTest, StrayKernargAddress)
     expect_one_fault(queue, error, stray.va(8));
 }
 
-TEST_F(FaultTest, KernargRunningPastItsMapping)
-{
-    HostMemory args(2 * kPage); // only the first page is GPU-mapped
+TEST_F(FaultTest, KernargRunningPastItsMapping) {
+    HostMemory args(2 * kPage);  // only the first page is GPU-mapped
     ASSERT_TRUE(device().register_user(args.va(), kPage, false));
     ASSERT_TRUE(device().map_to_gpu(args.va(), kGpuNodeMask, false));
     const EventId error = make_event();
@@ -156,8 +149,7 @@ TEST_F(FaultTest, KernargRunningPastItsMapping)
     ASSERT_TRUE(device().deregister_user(args.va()));
 }
 
-TEST_F(FaultTest, StrayCompletionSignal)
-{
+TEST_F(FaultTest, StrayCompletionSignal) {
     HostMemory stray(kPage);
     GpuBuffer data(device(), kPage), args(device(), kPage);
     const EventId error = make_event();
@@ -165,11 +157,10 @@ TEST_F(FaultTest, StrayCompletionSignal)
     const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 3, 0});
     queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), stray.va(64)));
     expect_one_fault(queue, error, stray.va(64));
-    EXPECT_EQ(data.at<uint32_t>()[0], 3u); // the kernel ran; its end could not be signalled
+    EXPECT_EQ(data.at<uint32_t>()[0], 3u);  // the kernel ran; its end could not be signalled
 }
 
-TEST_F(FaultTest, MisalignedCompletionSignal)
-{
+TEST_F(FaultTest, MisalignedCompletionSignal) {
     GpuBuffer data(device(), kPage), args(device(), kPage), signal(device(), kPage);
     const EventId error = make_event();
     AqlTestQueue queue(device(), QueueOptions{.error_event = error});
@@ -178,8 +169,7 @@ TEST_F(FaultTest, MisalignedCompletionSignal)
     expect_one_fault(queue, error, signal.va(4));
 }
 
-TEST_F(FaultTest, StrayDependencySignal)
-{
+TEST_F(FaultTest, StrayDependencySignal) {
     HostMemory stray(kPage);
     const EventId error = make_event();
     AqlTestQueue queue(device(), QueueOptions{.error_event = error});
@@ -187,8 +177,7 @@ TEST_F(FaultTest, StrayDependencySignal)
     expect_one_fault(queue, error, stray.va());
 }
 
-TEST_F(FaultTest, StrayMailbox)
-{
+TEST_F(FaultTest, StrayMailbox) {
     HostMemory stray(kPage);
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
@@ -198,11 +187,10 @@ TEST_F(FaultTest, StrayMailbox)
     queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4),
                                  signals.init(0, 1, stray.va(), 1)));
     expect_one_fault(queue, error, stray.va());
-    EXPECT_EQ(signals.value(0), 1); // checked before the decrement
+    EXPECT_EQ(signals.value(0), 1);  // checked before the decrement
 }
 
-TEST_F(FaultTest, WriteToGpuReadOnlyBuffer)
-{
+TEST_F(FaultTest, WriteToGpuReadOnlyBuffer) {
     GpuBuffer data(device(), kPage, /*gpu_read_only=*/true), args(device(), kPage);
     const EventId error = make_event();
     AqlTestQueue queue(device(), QueueOptions{.error_event = error});
@@ -212,8 +200,7 @@ TEST_F(FaultTest, WriteToGpuReadOnlyBuffer)
     EXPECT_EQ(data.at<uint32_t>()[4], 0u);
 }
 
-TEST_F(FaultTest, WriteToReadOnlyRegistration)
-{
+TEST_F(FaultTest, WriteToReadOnlyRegistration) {
     GpuBuffer data(device(), kPage, false, /*register_read_only=*/true), args(device(), kPage);
     const EventId error = make_event();
     AqlTestQueue queue(device(), QueueOptions{.error_event = error});
@@ -222,8 +209,7 @@ TEST_F(FaultTest, WriteToReadOnlyRegistration)
     expect_one_fault(queue, error, data.va());
 }
 
-TEST_F(FaultTest, BufferUnmappedFromTheGpuIsStray)
-{
+TEST_F(FaultTest, BufferUnmappedFromTheGpuIsStray) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     ASSERT_TRUE(device().unmap_from_gpu(data.va()));
     const EventId error = make_event();
@@ -233,18 +219,15 @@ TEST_F(FaultTest, BufferUnmappedFromTheGpuIsStray)
     expect_one_fault(queue, error, data.va());
 }
 
-TEST_F(FaultTest, GpuReadOnlyRingFaultsOnTheHeaderWriteBack)
-{
+TEST_F(FaultTest, GpuReadOnlyRingFaultsOnTheHeaderWriteBack) {
     const EventId error = make_event();
-    AqlTestQueue queue(device(),
-                       QueueOptions{.error_event = error, .ring_gpu_read_only = true});
+    AqlTestQueue queue(device(), QueueOptions{.error_event = error, .ring_gpu_read_only = true});
     queue.submit(barrier_packet({}, 0));
     expect_one_fault(queue, error, queue.ring_va());
     EXPECT_EQ(queue.read_index(), 0u);
 }
 
-TEST_F(FaultTest, FaultWithoutErrorEventIsStillReported)
-{
+TEST_F(FaultTest, FaultWithoutErrorEventIsStillReported) {
     HostMemory stray(kPage);
     AqlTestQueue queue(device());
     queue.submit(barrier_packet({stray.va()}, 0));
@@ -258,13 +241,11 @@ TEST_F(FaultTest, FaultWithoutErrorEventIsStillReported)
     EXPECT_EQ(log().faults()[0].address, stray.va());
 }
 
-TEST(SoftAgentFaultHandler, MayDestroyTheFaultingQueue)
-{
+TEST(SoftAgentFaultHandler, MayDestroyTheFaultingQueue) {
     auto device = make_soft_agent();
     std::promise<Result<void>> destroyed;
-    device->set_fault_handler([&](const GpuFault &fault) {
-        destroyed.set_value(device->destroy_queue(fault.queue));
-    });
+    device->set_fault_handler(
+        [&](const GpuFault& fault) { destroyed.set_value(device->destroy_queue(fault.queue)); });
     HostMemory stray(kPage);
     AqlTestQueue queue(*device);
     queue.submit(barrier_packet({stray.va()}, 0));

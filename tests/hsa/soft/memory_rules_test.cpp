@@ -1,8 +1,8 @@
 // The kernel's memory rules: alloc at a fixed VA, registration, GPU mapping, and the
 // memory a live queue holds.
-#include "soft_fixture.hpp"
-
 #include <string>
+
+#include "soft_fixture.hpp"
 
 namespace xenhsa::hsa::soft_test {
 namespace {
@@ -14,15 +14,13 @@ const std::error_code kNoEnt = std::make_error_code(std::errc::no_such_file_or_d
 const std::error_code kNoMem = std::make_error_code(std::errc::not_enough_memory);
 
 template <class T>
-std::error_code error_of(const Result<T> &result)
-{
+std::error_code error_of(const Result<T>& result) {
     return result ? std::error_code() : result.error();
 }
 
 class MemoryRulesTest : public SoftAgentTest {};
 
-TEST_F(MemoryRulesTest, AllocPlacesZeroedMemoryAtTheVaAndFreeReservesItAgain)
-{
+TEST_F(MemoryRulesTest, AllocPlacesZeroedMemoryAtTheVaAndFreeReservesItAgain) {
     HostMemory reservation(4 * kPage, /*reserve_only=*/true);
     const Va va = reservation.va();
     EXPECT_EQ(protection_at(va), "---p");
@@ -31,18 +29,17 @@ TEST_F(MemoryRulesTest, AllocPlacesZeroedMemoryAtTheVaAndFreeReservesItAgain)
     for (uint32_t i = 0; i < 4 * kPage / 8; ++i) {
         ASSERT_EQ(reservation.at<uint64_t>()[i], 0u);
     }
-    reservation.at<uint64_t>()[1] = 42; // the backend's (worker's) view of it
+    reservation.at<uint64_t>()[1] = 42;  // the backend's (worker's) view of it
     ASSERT_TRUE(device().free(va));
     EXPECT_EQ(protection_at(va), "---p");
     // Free gave the range back: it can be allocated again, zeroed.
     ASSERT_TRUE(device().alloc(kSoftGpuNode, va, 4 * kPage, XENHSA_ALLOC_DEVICE_LOCAL));
     EXPECT_EQ(reservation.at<uint64_t>()[1], 0u);
-    EXPECT_EQ(error_of(device().alloc(kSoftGpuNode, va + kPage, kPage, 0)), kInval); // overlap
+    EXPECT_EQ(error_of(device().alloc(kSoftGpuNode, va + kPage, kPage, 0)), kInval);  // overlap
     ASSERT_TRUE(device().free(va));
 }
 
-TEST_F(MemoryRulesTest, AllocAndRegisterRejectBadArguments)
-{
+TEST_F(MemoryRulesTest, AllocAndRegisterRejectBadArguments) {
     HostMemory reservation(4 * kPage, true);
     const Va va = reservation.va();
     EXPECT_EQ(error_of(device().alloc(kSoftCpuNode, va + 8, kPage, 0)), kInval);
@@ -64,33 +61,30 @@ TEST_F(MemoryRulesTest, AllocAndRegisterRejectBadArguments)
     ASSERT_TRUE(device().deregister_user(memory.va()));
 }
 
-TEST_F(MemoryRulesTest, RegisteringAHoleFails)
-{
+TEST_F(MemoryRulesTest, RegisteringAHoleFails) {
     HostMemory memory(kPage);
-    void *page = memory.at<void>();
-    ASSERT_EQ(::munmap(page, kPage), 0); // a hole: nothing the GPU could pin
+    void* page = memory.at<void>();
+    ASSERT_EQ(::munmap(page, kPage), 0);  // a hole: nothing the GPU could pin
     EXPECT_EQ(error_of(device().register_user(memory.va(), kPage, false)), kFault);
 }
 
-TEST_F(MemoryRulesTest, MappingNeedsAnAllocationOrRegistration)
-{
+TEST_F(MemoryRulesTest, MappingNeedsAnAllocationOrRegistration) {
     HostMemory memory(kPage);
     EXPECT_EQ(error_of(device().map_to_gpu(memory.va(), kGpuNodeMask, false)), kNoEnt);
     EXPECT_EQ(error_of(device().unmap_from_gpu(memory.va())), kNoEnt);
     EXPECT_EQ(error_of(device().deregister_user(memory.va())), kNoEnt);
     EXPECT_EQ(error_of(device().free(memory.va())), kNoEnt);
     ASSERT_TRUE(device().register_user(memory.va(), kPage, false));
-    EXPECT_EQ(error_of(device().free(memory.va())), kNoEnt); // not an allocation
-    EXPECT_EQ(error_of(device().unmap_from_gpu(memory.va())), kInval); // not mapped
+    EXPECT_EQ(error_of(device().free(memory.va())), kNoEnt);            // not an allocation
+    EXPECT_EQ(error_of(device().unmap_from_gpu(memory.va())), kInval);  // not mapped
     ASSERT_TRUE(device().map_to_gpu(memory.va(), kGpuNodeMask, false));
-    ASSERT_TRUE(device().map_to_gpu(memory.va(), kGpuNodeMask, false)); // again: fine
+    ASSERT_TRUE(device().map_to_gpu(memory.va(), kGpuNodeMask, false));  // again: fine
     EXPECT_EQ(error_of(device().map_to_gpu(memory.va(), kGpuNodeMask, true)), kInval);
     ASSERT_TRUE(device().unmap_from_gpu(memory.va()));
     ASSERT_TRUE(device().deregister_user(memory.va()));
 }
 
-TEST_F(MemoryRulesTest, GpuMappedMemoryCannotBeDeregisteredOrFreed)
-{
+TEST_F(MemoryRulesTest, GpuMappedMemoryCannotBeDeregisteredOrFreed) {
     HostMemory memory(kPage);
     ASSERT_TRUE(device().register_user(memory.va(), kPage, false));
     ASSERT_TRUE(device().map_to_gpu(memory.va(), kGpuNodeMask, false));
@@ -106,8 +100,7 @@ TEST_F(MemoryRulesTest, GpuMappedMemoryCannotBeDeregisteredOrFreed)
     ASSERT_TRUE(device().free(reservation.va()));
 }
 
-TEST_F(MemoryRulesTest, LiveQueueHoldsItsRingAndPointers)
-{
+TEST_F(MemoryRulesTest, LiveQueueHoldsItsRingAndPointers) {
     auto queue = std::make_unique<AqlTestQueue>(device());
     const Va ring = queue->ring_va();
     const Va pointers = queue->pointers_va();
@@ -120,11 +113,10 @@ TEST_F(MemoryRulesTest, LiveQueueHoldsItsRingAndPointers)
     EXPECT_TRUE(device().unmap_from_gpu(pointers));
     EXPECT_TRUE(device().deregister_user(ring));
     EXPECT_TRUE(device().deregister_user(pointers));
-    queue.reset(); // its own cleanup finds nothing left to undo
+    queue.reset();  // its own cleanup finds nothing left to undo
 }
 
-TEST_F(MemoryRulesTest, LiveQueueHoldsAllocatedRing)
-{
+TEST_F(MemoryRulesTest, LiveQueueHoldsAllocatedRing) {
     HostMemory reservation(2 * kPage, true);
     const Va ring = reservation.va();
     const Va pointers = reservation.va(kPage);
@@ -150,8 +142,7 @@ TEST_F(MemoryRulesTest, LiveQueueHoldsAllocatedRing)
     EXPECT_TRUE(device().free(pointers));
 }
 
-TEST_F(MemoryRulesTest, QueueMemoryMustBeGpuMapped)
-{
+TEST_F(MemoryRulesTest, QueueMemoryMustBeGpuMapped) {
     GpuBuffer ring(device(), kPage), pointers(device(), kPage);
     GpuBuffer read_only(device(), kPage, /*gpu_read_only=*/true);
     HostMemory unregistered(kPage);
@@ -164,7 +155,7 @@ TEST_F(MemoryRulesTest, QueueMemoryMustBeGpuMapped)
     good.rptr = pointers.va();
     good.wptr = pointers.va(8);
 
-    auto expect = [&](QueueSpec spec, std::error_code code, const char *what) {
+    auto expect = [&](QueueSpec spec, std::error_code code, const char* what) {
         EXPECT_EQ(error_of(device().create_queue(spec)), code) << what;
     };
     QueueSpec s = good;
@@ -222,8 +213,7 @@ TEST_F(MemoryRulesTest, QueueMemoryMustBeGpuMapped)
 
 // The agent writes a queue's read index and retires its packets: that memory must be the
 // queue's alone (issue 11, item 4).
-TEST_F(MemoryRulesTest, QueueMemoryIsNotSharedOrOverlapping)
-{
+TEST_F(MemoryRulesTest, QueueMemoryIsNotSharedOrOverlapping) {
     GpuBuffer memory(device(), 4 * kPage);
     QueueSpec good;
     good.node = kSoftGpuNode;
@@ -256,8 +246,7 @@ TEST_F(MemoryRulesTest, QueueMemoryIsNotSharedOrOverlapping)
     ASSERT_TRUE(device().destroy_queue(second.value()));
 }
 
-TEST_F(MemoryRulesTest, UnknownQueuesAreNotFound)
-{
+TEST_F(MemoryRulesTest, UnknownQueuesAreNotFound) {
     EXPECT_EQ(error_of(device().destroy_queue(99)), kNoEnt);
     EXPECT_EQ(error_of(device().ring_doorbell(99, 1)), kNoEnt);
 }
@@ -267,14 +256,13 @@ protected:
     SmallDeviceTest() : SoftAgentTest(SoftAgentOptions{.local_mem_size = 64 * 1024}) {}
 };
 
-TEST_F(SmallDeviceTest, DeviceLocalMemoryIsLimited)
-{
+TEST_F(SmallDeviceTest, DeviceLocalMemoryIsLimited) {
     HostMemory reservation(128 * 1024, true);
     EXPECT_EQ(error_of(device().alloc(kSoftGpuNode, reservation.va(), 128 * 1024,
                                       XENHSA_ALLOC_DEVICE_LOCAL)),
               kNoMem);
-    ASSERT_TRUE(device().alloc(kSoftGpuNode, reservation.va(), 64 * 1024,
-                               XENHSA_ALLOC_DEVICE_LOCAL));
+    ASSERT_TRUE(
+        device().alloc(kSoftGpuNode, reservation.va(), 64 * 1024, XENHSA_ALLOC_DEVICE_LOCAL));
     EXPECT_EQ(error_of(device().alloc(kSoftGpuNode, reservation.va(64 * 1024), kPage,
                                       XENHSA_ALLOC_DEVICE_LOCAL)),
               kNoMem);

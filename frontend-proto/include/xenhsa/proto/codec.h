@@ -18,27 +18,23 @@
 #endif
 
 /* Read every byte of a shared slot once into private memory. */
-static inline void xenhsa_copy_slot_(void *dst, const void *shared_slot)
-{
+static inline void xenhsa_copy_slot_(void* dst, const void* shared_slot) {
     memcpy(dst, shared_slot, XENHSA_SLOT_SIZE);
     /* The copy is all that is used afterwards: no later re-read of the slot. */
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 
-static inline void xenhsa_copy_req(struct xenhsa_req_slot *dst, const void *shared_slot)
-{
+static inline void xenhsa_copy_req(struct xenhsa_req_slot* dst, const void* shared_slot) {
     xenhsa_copy_slot_(dst, shared_slot);
 }
 
-static inline void xenhsa_copy_rsp(struct xenhsa_rsp_slot *dst, const void *shared_slot)
-{
+static inline void xenhsa_copy_rsp(struct xenhsa_rsp_slot* dst, const void* shared_slot) {
     xenhsa_copy_slot_(dst, shared_slot);
 }
 
 /* Frontend: write request `cmd` into a slot it owns. Returns 0, or -1 if len is too big. */
-static inline int xenhsa_encode_req(void *slot, uint32_t cmd, uint32_t seqno,
-                                    const void *payload, uint32_t len)
-{
+static inline int xenhsa_encode_req(void* slot, uint32_t cmd, uint32_t seqno, const void* payload,
+                                    uint32_t len) {
     struct xenhsa_req_slot out;
     if (len > XENHSA_SLOT_PAYLOAD_MAX) {
         return -1;
@@ -55,9 +51,8 @@ static inline int xenhsa_encode_req(void *slot, uint32_t cmd, uint32_t seqno,
 }
 
 /* Backend: write a response into a slot. Returns 0, or -1 if len is too big. */
-static inline int xenhsa_encode_rsp(void *slot, uint32_t seqno, uint32_t status,
-                                    const void *payload, uint32_t len)
-{
+static inline int xenhsa_encode_rsp(void* slot, uint32_t seqno, uint32_t status,
+                                    const void* payload, uint32_t len) {
     struct xenhsa_rsp_slot out;
     if (len > XENHSA_SLOT_PAYLOAD_MAX) {
         return -1;
@@ -78,8 +73,7 @@ namespace xenhsa::proto {
 
 /* The payload of a private slot copy as a typed wire struct (by value: no aliasing). */
 template <class Wire, class Slot>
-Wire payload_as(const Slot &copy) noexcept
-{
+Wire payload_as(const Slot& copy) noexcept {
     static_assert(sizeof(Wire) <= XENHSA_SLOT_PAYLOAD_MAX, "payload larger than a slot");
     Wire out;
     std::memcpy(&out, copy.payload, sizeof out);

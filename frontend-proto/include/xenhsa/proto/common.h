@@ -15,9 +15,8 @@
 #include <type_traits>
 #define XENHSA_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
 #define XENHSA_ALIGNOF(type) alignof(type)
-#define XENHSA_TRIVIAL(type)                                                     \
-    static_assert(std::is_trivially_copyable<type>::value &&                     \
-                      std::is_standard_layout<type>::value,                      \
+#define XENHSA_TRIVIAL(type)                                                                       \
+    static_assert(std::is_trivially_copyable<type>::value && std::is_standard_layout<type>::value, \
                   #type " must be trivially copyable and standard layout")
 #else
 #include <stddef.h>
@@ -32,13 +31,13 @@
 #endif
 
 /* Size, 8-byte granularity, alignment and (in C++) trivial copyability of a wire struct. */
-#define XENHSA_WIRE_STRUCT(type, size)                                           \
-    XENHSA_STATIC_ASSERT(sizeof(type) == (size), #type " has the wrong size");   \
+#define XENHSA_WIRE_STRUCT(type, size)                                              \
+    XENHSA_STATIC_ASSERT(sizeof(type) == (size), #type " has the wrong size");      \
     XENHSA_STATIC_ASSERT(sizeof(type) % 8 == 0, #type " size not a multiple of 8"); \
-    XENHSA_STATIC_ASSERT(XENHSA_ALIGNOF(type) <= 8, #type " alignment above 8"); \
+    XENHSA_STATIC_ASSERT(XENHSA_ALIGNOF(type) <= 8, #type " alignment above 8");    \
     XENHSA_TRIVIAL(type)
 
-#define XENHSA_FIELD_AT(type, field, offset)                                     \
+#define XENHSA_FIELD_AT(type, field, offset) \
     XENHSA_STATIC_ASSERT(offsetof(type, field) == (offset), #type "." #field " moved")
 
 #define XENHSA_PROTO_VERSION 1u
@@ -71,14 +70,12 @@ typedef uint32_t xenhsa_gref_t;
 /* Pages listed by one indirect page: a page of grant references. */
 #define XENHSA_GREFS_PER_INDIRECT_PAGE (XENHSA_PAGE_SIZE / 4u)
 
-static inline int xenhsa_page_aligned(uint64_t value)
-{
+static inline int xenhsa_page_aligned(uint64_t value) {
     return (value & (XENHSA_PAGE_SIZE - 1u)) == 0;
 }
 
 /* Nonzero when [va, va + size) is a nonempty page-aligned range below XENHSA_VA_LIMIT. */
-static inline int xenhsa_va_range_ok(uint64_t va, uint64_t size)
-{
+static inline int xenhsa_va_range_ok(uint64_t va, uint64_t size) {
     return size != 0 && xenhsa_page_aligned(va) && xenhsa_page_aligned(size) &&
            va < XENHSA_VA_LIMIT && size <= XENHSA_VA_LIMIT - va;
 }

@@ -14,7 +14,8 @@
 
 #include "common.h"
 
-enum xenhsa_event_type { /* values of HSA_EVENTTYPE that a guest may create */
+/* Values of HSA_EVENTTYPE that a guest may create. */
+enum xenhsa_event_type {
     XENHSA_EVENT_SIGNAL = 0,
     XENHSA_EVENT_NODECHANGE = 1,
     XENHSA_EVENT_DEVICESTATECHANGE = 2,
@@ -41,7 +42,7 @@ XENHSA_WIRE_STRUCT(struct xenhsa_event_create_req, 16);
 
 struct xenhsa_event_create_rsp {
     uint64_t handle;
-    uint32_t event_id;   /* for amd_signal_t.event_id */
+    uint32_t event_id; /* for amd_signal_t.event_id */
     uint32_t pad;
     uint64_t mailbox_va; /* for amd_signal_t.event_mailbox_ptr; 0 when none; never outside
                             the guest's window (no backend address reaches a guest) */

@@ -24,8 +24,8 @@
 #include "common.h"
 
 /* Bounds of a VA window. */
-#define XENHSA_VA_WINDOW_MIN (1ull << 30)  /* 1 GiB */
-#define XENHSA_VA_WINDOW_MAX (1ull << 43)  /* 8 TiB */
+#define XENHSA_VA_WINDOW_MIN (1ull << 30) /* 1 GiB */
+#define XENHSA_VA_WINDOW_MAX (1ull << 43) /* 8 TiB */
 /* No window starts below this address: guest data never sits where a NULL-plus-offset
  * dereference in the backend lands. A HELLO asking for a lower va_base gets BAD_ADDRESS
  * without a proposal, and the backend never proposes one. */
@@ -46,10 +46,10 @@ XENHSA_FIELD_AT(struct xenhsa_hello_req, va_base, 16);
 XENHSA_FIELD_AT(struct xenhsa_hello_req, va_size, 24);
 
 struct xenhsa_hello_rsp {
-    uint32_t version;       /* chosen version (on VERSION error: the backend's highest) */
-    uint32_t ring_slots;    /* slots of this ring */
-    uint64_t features;      /* granted features: a subset of the request's */
-    uint64_t va_base;       /* the window the backend holds (or proposes) */
+    uint32_t version;    /* chosen version (on VERSION error: the backend's highest) */
+    uint32_t ring_slots; /* slots of this ring */
+    uint64_t features;   /* granted features: a subset of the request's */
+    uint64_t va_base;    /* the window the backend holds (or proposes) */
     uint64_t va_size;
     uint32_t max_map_pages; /* this guest's quotas */
     uint32_t max_lend_pages;

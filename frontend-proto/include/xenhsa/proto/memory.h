@@ -29,8 +29,7 @@
 #define XENHSA_MAP_FLAGS_ALL (XENHSA_MAP_RW | XENHSA_MAP_INDIRECT)
 
 /* Grant refs needed to describe npages: the pages themselves, or their indirect pages. */
-static inline uint32_t xenhsa_map_nrefs(uint32_t npages, uint32_t flags)
-{
+static inline uint32_t xenhsa_map_nrefs(uint32_t npages, uint32_t flags) {
     if ((flags & XENHSA_MAP_INDIRECT) == 0) {
         return npages;
     }
@@ -61,7 +60,8 @@ XENHSA_WIRE_STRUCT(struct xenhsa_lend_req, 16);
 struct xenhsa_lend_rsp {
     uint64_t handle;
     uint32_t npages;
-    uint32_t flags; /* XENHSA_MAP_RW as granted, XENHSA_MAP_INDIRECT if gref[] names indirect pages */
+    uint32_t
+        flags; /* XENHSA_MAP_RW as granted, XENHSA_MAP_INDIRECT if gref[] names indirect pages */
     uint32_t nrefs;
     uint32_t pad;
     xenhsa_gref_t gref[XENHSA_MAP_INLINE_GREFS];
@@ -102,7 +102,7 @@ XENHSA_WIRE_STRUCT(struct xenhsa_map_to_gpu_rsp, 8);
 #define XENHSA_ALLOC_UNCACHED (1u << 2)
 #define XENHSA_ALLOC_COARSE_GRAIN (1u << 3)
 #define XENHSA_ALLOC_READ_ONLY (1u << 4)
-#define XENHSA_ALLOC_FLAGS_ALL                                                   \
+#define XENHSA_ALLOC_FLAGS_ALL                                                     \
     (XENHSA_ALLOC_DEVICE_LOCAL | XENHSA_ALLOC_EXECUTABLE | XENHSA_ALLOC_UNCACHED | \
      XENHSA_ALLOC_COARSE_GRAIN | XENHSA_ALLOC_READ_ONLY)
 

@@ -58,8 +58,8 @@ XENHSA_WIRE_STRUCT(struct xenhsa_version_info, 16);
 
 enum xenhsa_gpu_backend {
     XENHSA_GPU_BACKEND_NONE = 0,
-    XENHSA_GPU_BACKEND_KFD = 1,  /* the host's libhsakmt and /dev/kfd */
-    XENHSA_GPU_BACKEND_SOFT = 2  /* the software AQL agent */
+    XENHSA_GPU_BACKEND_KFD = 1, /* the host's libhsakmt and /dev/kfd */
+    XENHSA_GPU_BACKEND_SOFT = 2 /* the software AQL agent */
 };
 
 struct xenhsa_system_props {
@@ -119,7 +119,8 @@ XENHSA_FIELD_AT(struct xenhsa_node_props, local_mem_size, 88);
 XENHSA_FIELD_AT(struct xenhsa_node_props, debug_properties, 144);
 XENHSA_FIELD_AT(struct xenhsa_node_props, marketing_name, 168);
 
-enum xenhsa_heap_type { /* values of HSA_HEAPTYPE */
+/* Values of HSA_HEAPTYPE. */
+enum xenhsa_heap_type {
     XENHSA_HEAP_SYSTEM = 0,
     XENHSA_HEAP_FB_PUBLIC = 1,
     XENHSA_HEAP_FB_PRIVATE = 2,

@@ -116,33 +116,28 @@ XENHSA_STATIC_ASSERT(XENHSA_RING_HEADER_SIZE +
 
 /* As Xen's SHARED_RING_INIT: all zero but both event indices at 1, so the first request
    and the first response are notified before either side has armed anything. */
-static inline void xenhsa_sring_init(struct xenhsa_sring *s)
-{
+static inline void xenhsa_sring_init(struct xenhsa_sring* s) {
     memset(s, 0, sizeof *s);
     s->req_event = 1;
     s->rsp_event = 1;
 }
 
 /* Byte offset of slot `index` from the start of the first ring page. */
-static inline uint32_t xenhsa_ring_slot_offset(uint32_t index, uint32_t slots)
-{
+static inline uint32_t xenhsa_ring_slot_offset(uint32_t index, uint32_t slots) {
     return XENHSA_RING_HEADER_SIZE + (index & (slots - 1u)) * XENHSA_SLOT_SIZE;
 }
 
 /* Shared indices are read and written only through these. */
-static inline uint32_t xenhsa_index_load(const uint32_t *field)
-{
+static inline uint32_t xenhsa_index_load(const uint32_t* field) {
     return __atomic_load_n(field, __ATOMIC_ACQUIRE);
 }
 
-static inline void xenhsa_index_store(uint32_t *field, uint32_t value)
-{
+static inline void xenhsa_index_store(uint32_t* field, uint32_t value) {
     __atomic_store_n(field, value, __ATOMIC_RELEASE);
 }
 
 /* Between two loads of an index one side polls: the CPU's spin-wait hint. */
-static inline void xenhsa_cpu_relax(void)
-{
+static inline void xenhsa_cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
@@ -154,9 +149,8 @@ static inline void xenhsa_cpu_relax(void)
  * Publish `new_prod` (after `old_prod`, the producer's own private copy) in `*prod` and
  * return nonzero if the consumer asked to be notified: its event index in (old, new].
  */
-static inline int xenhsa_ring_publish(uint32_t *prod, const uint32_t *event, uint32_t old_prod,
-                                      uint32_t new_prod)
-{
+static inline int xenhsa_ring_publish(uint32_t* prod, const uint32_t* event, uint32_t old_prod,
+                                      uint32_t new_prod) {
     xenhsa_index_store(prod, new_prod);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     return (uint32_t)(new_prod - xenhsa_index_load(event)) < (uint32_t)(new_prod - old_prod);
@@ -167,8 +161,7 @@ static inline int xenhsa_ring_publish(uint32_t *prod, const uint32_t *event, uin
  * otherwise arms `*event` at cons + 1 and checks once more, so a producer that published
  * in between either is seen here or sees the armed event and notifies.
  */
-static inline int xenhsa_ring_final_check(const uint32_t *prod, uint32_t *event, uint32_t cons)
-{
+static inline int xenhsa_ring_final_check(const uint32_t* prod, uint32_t* event, uint32_t cons) {
     if (xenhsa_index_load(prod) != cons) {
         return 1;
     }
@@ -183,22 +176,19 @@ static inline int xenhsa_ring_final_check(const uint32_t *prod, uint32_t *event,
  * RING_REQUEST_PROD_OVERFLOW): the backend disconnects that guest.
  */
 static inline int xenhsa_ring_req_prod_overflow(uint32_t req_prod, uint32_t rsp_prod_pvt,
-                                                uint32_t slots)
-{
+                                                uint32_t slots) {
     return (uint32_t)(req_prod - rsp_prod_pvt) > slots;
 }
 
 /* Backend side: consuming request `req_cons` would leave no slot for its response. */
 static inline int xenhsa_ring_req_cons_overflow(uint32_t req_cons, uint32_t rsp_prod_pvt,
-                                                uint32_t slots)
-{
+                                                uint32_t slots) {
     return (uint32_t)(req_cons - rsp_prod_pvt) >= slots;
 }
 
 /* Frontend side: the same check on the response producer the backend publishes. */
 static inline int xenhsa_ring_rsp_prod_overflow(uint32_t rsp_prod, uint32_t req_prod_pvt,
-                                                uint32_t rsp_cons)
-{
+                                                uint32_t rsp_cons) {
     return (uint32_t)(rsp_prod - rsp_cons) > (uint32_t)(req_prod_pvt - rsp_cons);
 }
 

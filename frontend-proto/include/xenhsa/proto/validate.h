@@ -33,25 +33,25 @@
  * Every command once: X(name, request payload struct, successful response payload
  * length). A request payload of struct xenhsa_<req> is checked by xenhsa_check_<req>.
  */
-#define XENHSA_COMMANDS(X)                                                                   \
-    X(HELLO, hello_req, sizeof(struct xenhsa_hello_rsp))                                     \
-    X(QUERY, query_req, sizeof(struct xenhsa_query_rsp))                                     \
-    X(MAP, map_req, sizeof(struct xenhsa_handle_rsp))                                        \
-    X(LEND, lend_req, sizeof(struct xenhsa_lend_rsp))                                        \
-    X(PIN, pin_req, sizeof(struct xenhsa_handle_rsp))                                        \
-    X(MAP_TO_GPU, map_to_gpu_req, sizeof(struct xenhsa_map_to_gpu_rsp))                      \
-    X(ALLOC, alloc_req, sizeof(struct xenhsa_alloc_rsp))                                     \
-    X(QUEUE_CREATE, queue_create_req, sizeof(struct xenhsa_queue_create_rsp))                \
-    X(EVENT_CREATE, event_create_req, sizeof(struct xenhsa_event_create_rsp))                \
-    X(EVENT_WAIT, event_wait_req, sizeof(struct xenhsa_event_wait_rsp))                      \
-    X(EVENT_WAIT_CANCEL, event_wait_cancel_req, 0)                                           \
-    X(UNMAP, handle_req, 0)                                                                  \
-    X(UNPIN, handle_req, 0)                                                                  \
-    X(UNMAP_FROM_GPU, handle_req, 0)                                                         \
-    X(FREE, handle_req, 0)                                                                   \
-    X(QUEUE_DESTROY, handle_req, 0)                                                          \
-    X(EVENT_DESTROY, handle_req, 0)                                                          \
-    X(EVENT_SET, handle_req, 0)                                                              \
+#define XENHSA_COMMANDS(X)                                                    \
+    X(HELLO, hello_req, sizeof(struct xenhsa_hello_rsp))                      \
+    X(QUERY, query_req, sizeof(struct xenhsa_query_rsp))                      \
+    X(MAP, map_req, sizeof(struct xenhsa_handle_rsp))                         \
+    X(LEND, lend_req, sizeof(struct xenhsa_lend_rsp))                         \
+    X(PIN, pin_req, sizeof(struct xenhsa_handle_rsp))                         \
+    X(MAP_TO_GPU, map_to_gpu_req, sizeof(struct xenhsa_map_to_gpu_rsp))       \
+    X(ALLOC, alloc_req, sizeof(struct xenhsa_alloc_rsp))                      \
+    X(QUEUE_CREATE, queue_create_req, sizeof(struct xenhsa_queue_create_rsp)) \
+    X(EVENT_CREATE, event_create_req, sizeof(struct xenhsa_event_create_rsp)) \
+    X(EVENT_WAIT, event_wait_req, sizeof(struct xenhsa_event_wait_rsp))       \
+    X(EVENT_WAIT_CANCEL, event_wait_cancel_req, 0)                            \
+    X(UNMAP, handle_req, 0)                                                   \
+    X(UNPIN, handle_req, 0)                                                   \
+    X(UNMAP_FROM_GPU, handle_req, 0)                                          \
+    X(FREE, handle_req, 0)                                                    \
+    X(QUEUE_DESTROY, handle_req, 0)                                           \
+    X(EVENT_DESTROY, handle_req, 0)                                           \
+    X(EVENT_SET, handle_req, 0)                                               \
     X(EVENT_RESET, handle_req, 0)
 
 /* Payload length of a request: the command's struct size, or XENHSA_LEN_UNKNOWN. */

@@ -22,10 +22,10 @@ inline constexpr std::size_t kPacketSize = 64;
 inline constexpr std::size_t kBarrierDeps = 5;
 
 // The 16-bit packet header.
-[[nodiscard]] constexpr uint16_t header(hsa_packet_type_t type, bool barrier = false,
-                                        hsa_fence_scope_t acquire = HSA_FENCE_SCOPE_SYSTEM,
-                                        hsa_fence_scope_t release = HSA_FENCE_SCOPE_SYSTEM) noexcept
-{
+[[nodiscard]] constexpr uint16_t header(
+    hsa_packet_type_t type, bool barrier = false,
+    hsa_fence_scope_t acquire = HSA_FENCE_SCOPE_SYSTEM,
+    hsa_fence_scope_t release = HSA_FENCE_SCOPE_SYSTEM) noexcept {
     return static_cast<uint16_t>((unsigned{type} << HSA_PACKET_HEADER_TYPE) |
                                  (unsigned{barrier ? 1u : 0u} << HSA_PACKET_HEADER_BARRIER) |
                                  (unsigned{acquire} << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
@@ -33,8 +33,7 @@ inline constexpr std::size_t kBarrierDeps = 5;
 }
 
 // The packet type encoded in a header.
-[[nodiscard]] constexpr hsa_packet_type_t header_type(uint16_t h) noexcept
-{
+[[nodiscard]] constexpr hsa_packet_type_t header_type(uint16_t h) noexcept {
     return static_cast<hsa_packet_type_t>((h >> HSA_PACKET_HEADER_TYPE) &
                                           ((1u << HSA_PACKET_HEADER_WIDTH_TYPE) - 1u));
 }
@@ -62,21 +61,21 @@ struct BarrierSpec {
 };
 
 // Stores `header | setup << 16` into the first 32 bits of `slot` with release order.
-void publish_header(void *slot, uint16_t header, uint16_t setup) noexcept;
+void publish_header(void* slot, uint16_t header, uint16_t setup) noexcept;
 
 // Marks a slot free (type INVALID), as a ring is initialised and as a packet processor
 // leaves a consumed slot.
-void invalidate(void *slot) noexcept;
+void invalidate(void* slot) noexcept;
 
 // The header word of a slot, loaded with acquire order.
-[[nodiscard]] uint16_t load_header(const void *slot) noexcept;
+[[nodiscard]] uint16_t load_header(const void* slot) noexcept;
 
 // Everything but the header/setup word, then the header last. `slot` is a 64-byte
 // ring slot whose header currently reads INVALID.
-void write_dispatch_body(void *slot, const DispatchSpec &spec) noexcept;
-void write_dispatch(void *slot, const DispatchSpec &spec) noexcept;
-void write_barrier_and(void *slot, const BarrierSpec &spec) noexcept;
-void write_barrier_or(void *slot, const BarrierSpec &spec) noexcept;
+void write_dispatch_body(void* slot, const DispatchSpec& spec) noexcept;
+void write_dispatch(void* slot, const DispatchSpec& spec) noexcept;
+void write_barrier_and(void* slot, const BarrierSpec& spec) noexcept;
+void write_barrier_or(void* slot, const BarrierSpec& spec) noexcept;
 
 }  // namespace xenhsa::frontend::aql
 

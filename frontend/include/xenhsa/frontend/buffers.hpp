@@ -3,14 +3,13 @@
 #ifndef XENHSA_FRONTEND_BUFFERS_HPP
 #define XENHSA_FRONTEND_BUFFERS_HPP
 
+#include <cstddef>
+#include <cstdint>
+#include <span>
 #include <xenhsa/frontend/result.hpp>
 #include <xenhsa/frontend/va_window.hpp>
 #include <xenhsa/xen/grant_map.hpp>
 #include <xenhsa/xen/grant_share.hpp>
-
-#include <cstddef>
-#include <cstdint>
-#include <span>
 
 namespace xenhsa::frontend {
 
@@ -23,20 +22,18 @@ using Handle = uint64_t;
 class GuestBuffer {
 public:
     GuestBuffer() noexcept = default;
-    GuestBuffer(VaAllocator *window, uint64_t va, xen::SharedPages pages) noexcept
-        : window_(window), va_(va), pages_(std::move(pages))
-    {
-    }
-    GuestBuffer(GuestBuffer &&other) noexcept;
-    GuestBuffer &operator=(GuestBuffer &&other) noexcept;
-    GuestBuffer(const GuestBuffer &) = delete;
-    GuestBuffer &operator=(const GuestBuffer &) = delete;
+    GuestBuffer(VaAllocator* window, uint64_t va, xen::SharedPages pages) noexcept
+        : window_(window), va_(va), pages_(std::move(pages)) {}
+    GuestBuffer(GuestBuffer&& other) noexcept;
+    GuestBuffer& operator=(GuestBuffer&& other) noexcept;
+    GuestBuffer(const GuestBuffer&) = delete;
+    GuestBuffer& operator=(const GuestBuffer&) = delete;
     ~GuestBuffer() { reset(); }
 
     [[nodiscard]] uint64_t va() const noexcept { return va_; }
     [[nodiscard]] std::size_t pages() const noexcept { return pages_.pages(); }
     [[nodiscard]] std::size_t size() const noexcept { return pages_.pages() * 4096; }
-    [[nodiscard]] std::byte *data() const noexcept { return pages_.data(); }
+    [[nodiscard]] std::byte* data() const noexcept { return pages_.data(); }
     [[nodiscard]] std::span<std::byte> bytes() const noexcept { return {data(), size()}; }
     [[nodiscard]] std::span<const xen::GrantRef> refs() const noexcept { return pages_.refs(); }
     explicit operator bool() const noexcept { return pages_.data() != nullptr; }
@@ -47,7 +44,7 @@ public:
     void reset() noexcept;
 
 private:
-    VaAllocator *window_ = nullptr;
+    VaAllocator* window_ = nullptr;
     uint64_t va_ = 0;
     xen::SharedPages pages_;
 };
@@ -62,7 +59,7 @@ struct LentBuffer {
     bool writable = false;
     xen::GrantMapping mapping;
 
-    [[nodiscard]] std::byte *data() const noexcept { return mapping.data(); }
+    [[nodiscard]] std::byte* data() const noexcept { return mapping.data(); }
     [[nodiscard]] std::size_t size() const noexcept { return std::size_t{npages} * 4096; }
 };
 

@@ -11,14 +11,6 @@
 #ifndef XENHSA_FRONTEND_CLIENT_HPP
 #define XENHSA_FRONTEND_CLIENT_HPP
 
-#include <xenhsa/frontend/buffers.hpp>
-#include <xenhsa/frontend/link.hpp>
-#include <xenhsa/frontend/notify_consumer.hpp>
-#include <xenhsa/frontend/response_check.hpp>
-#include <xenhsa/frontend/va_window.hpp>
-#include <xenhsa/xen/grant_map.hpp>
-#include <xenhsa/xen/grant_share.hpp>
-
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -27,6 +19,13 @@
 #include <set>
 #include <string_view>
 #include <vector>
+#include <xenhsa/frontend/buffers.hpp>
+#include <xenhsa/frontend/link.hpp>
+#include <xenhsa/frontend/notify_consumer.hpp>
+#include <xenhsa/frontend/response_check.hpp>
+#include <xenhsa/frontend/va_window.hpp>
+#include <xenhsa/xen/grant_map.hpp>
+#include <xenhsa/xen/grant_share.hpp>
 
 namespace xenhsa::frontend {
 
@@ -50,10 +49,10 @@ enum class HandleKind : uint8_t { map, lend, pin, alloc, queue, event };
 
 class Client {
 public:
-    Client(Link &link, xen::GrantSharer &sharer, xen::GrantMapper &mapper,
+    Client(Link& link, xen::GrantSharer& sharer, xen::GrantMapper& mapper,
            ClientOptions options = {});
-    Client(const Client &) = delete;
-    Client &operator=(const Client &) = delete;
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
     ~Client();
 
     // --- session -------------------------------------------------------------------------
@@ -61,28 +60,26 @@ public:
     // when the same range can be reserved here (PROT_NONE, MAP_FIXED_NOREPLACE), else asks
     // for a range of its own; at most XENHSA_HELLO_MAX_ATTEMPTS HELLOs. A BAD_ADDRESS
     // without a proposal (the asked window refused outright) is returned as that status.
-    Result<Session> hello(const HelloOptions &options = {});
-    [[nodiscard]] const std::optional<Session> &session() const noexcept { return session_; }
-    [[nodiscard]] bool granted(uint64_t feature) const noexcept
-    {
+    Result<Session> hello(const HelloOptions& options = {});
+    [[nodiscard]] const std::optional<Session>& session() const noexcept { return session_; }
+    [[nodiscard]] bool granted(uint64_t feature) const noexcept {
         return session_ && (session_->features & feature) == feature;
     }
     // The window's allocator (empty before hello()).
-    [[nodiscard]] VaAllocator &window() noexcept { return allocator_; }
+    [[nodiscard]] VaAllocator& window() noexcept { return allocator_; }
 
     // --- generic requests: the checked reply, whatever its status -----------------------
     Result<Reply> call(uint32_t cmd, std::span<const std::byte> payload);
     template <class Wire>
-    Result<Reply> call(uint32_t cmd, const Wire &wire)
-    {
+    Result<Reply> call(uint32_t cmd, const Wire& wire) {
         return call(cmd, std::as_bytes(std::span(&wire, 1)));
     }
     // Raw slot bytes (hostile frontends): only the seqno is replaced by a fresh one.
-    Result<Reply> call_raw(const xenhsa_req_slot &slot);
+    Result<Reply> call_raw(const xenhsa_req_slot& slot);
     // Pipelining: send() pushes and publishes, returning the seqno; receive() waits for
     // that reply (ETIMEDOUT: the request stays outstanding and its late reply is dropped).
     Result<uint32_t> send(uint32_t cmd, std::span<const std::byte> payload);
-    Result<uint32_t> send_raw(const xenhsa_req_slot &slot);
+    Result<uint32_t> send_raw(const xenhsa_req_slot& slot);
     Result<Reply> receive(uint32_t seqno);
     Result<Reply> receive(uint32_t seqno, std::chrono::steady_clock::time_point deadline);
 
@@ -103,14 +100,14 @@ public:
     // from window() and keeps: the buffer gives the pages back, never the VA.
     Result<GuestBuffer> share_at(uint64_t va, std::size_t pages, bool backend_writable = true);
     // MAP of a whole buffer: inline refs up to 52 pages, indirect pages beyond.
-    Result<Handle> map(const GuestBuffer &buffer, bool writable = true);
+    Result<Handle> map(const GuestBuffer& buffer, bool writable = true);
     // UNMAP of a MAP or LEND handle. A LEND's VA stays out of use: give a LentBuffer
     // back with unmap(LentBuffer &) instead.
     Result<void> unmap(Handle handle);
     // LEND at a fresh VA, mapped there (GrantMapper at that VA).
     Result<LentBuffer> lend(uint32_t npages, bool writable);
     // Unmaps locally, then UNMAP (the acknowledgement of a REVOKED, too).
-    Result<void> unmap(LentBuffer &lent);
+    Result<void> unmap(LentBuffer& lent);
     [[nodiscard]] bool revoked(Handle lend) const noexcept { return revoked_.count(lend) != 0; }
     [[nodiscard]] bool faulted(Handle queue) const noexcept { return faulted_.count(queue) != 0; }
 
@@ -125,7 +122,7 @@ public:
     // ALLOC at `va`, a range of the window the caller took from window() and keeps.
     Result<xenhsa_alloc_rsp> alloc_at(uint64_t va, uint64_t size, uint32_t node, uint32_t flags);
     Result<void> free(Handle handle);
-    Result<xenhsa_queue_create_rsp> queue_create(const xenhsa_queue_create_req &req);
+    Result<xenhsa_queue_create_rsp> queue_create(const xenhsa_queue_create_req& req);
     Result<void> queue_destroy(Handle handle);
     Result<xenhsa_event_create_rsp> event_create(uint32_t type, uint32_t node, uint32_t flags);
     Result<void> event_destroy(Handle handle);
@@ -145,8 +142,7 @@ public:
 
     // --- notifications and liveness ---------------------------------------------------
     // Called for every notify record as it is consumed (inside any call).
-    void on_notify(std::function<void(const xenhsa_notify &)> handler)
-    {
+    void on_notify(std::function<void(const xenhsa_notify&)> handler) {
         on_notify_ = std::move(handler);
     }
     // Records consumed so far and not yet taken.
@@ -157,9 +153,8 @@ public:
     Result<xenhsa_notify> wait_notification(uint32_t type, Handle handle,
                                             std::chrono::milliseconds timeout);
 
-    [[nodiscard]] Link &link() noexcept { return link_; }
-    [[nodiscard]] uint32_t outstanding() const noexcept
-    {
+    [[nodiscard]] Link& link() noexcept { return link_; }
+    [[nodiscard]] uint32_t outstanding() const noexcept {
         return static_cast<uint32_t>(outstanding_.size());
     }
     [[nodiscard]] std::size_t live_handles() const noexcept { return handles_.size(); }
@@ -175,11 +170,11 @@ private:
         uint32_t npages = 0;
     };
 
-    Result<uint32_t> submit(const SentRequest &sent, const xenhsa_req_slot *raw);
+    Result<uint32_t> submit(const SentRequest& sent, const xenhsa_req_slot* raw);
     Result<void> drain();
     // Polls rsp_prod for up to reply_spin (not past `deadline`); true when answers came.
     bool poll_for_responses(std::chrono::steady_clock::time_point deadline) const noexcept;
-    Result<void> handle_notify(const xenhsa_notify &record);
+    Result<void> handle_notify(const xenhsa_notify& record);
     std::error_code fail_broken() noexcept;
     uint32_t next_seqno() noexcept;
     Result<Reply> expect_ok(uint32_t cmd, std::span<const std::byte> payload);
@@ -187,9 +182,9 @@ private:
     Result<void> unmap_handle(Handle handle, bool lend_va_is_free);
     Result<void> add_handle(Handle handle, HandleKind kind);
 
-    Link &link_;
-    xen::GrantSharer &sharer_;
-    xen::GrantMapper &mapper_;
+    Link& link_;
+    xen::GrantSharer& sharer_;
+    xen::GrantMapper& mapper_;
     ClientOptions options_;
     NotifyConsumer notify_;
 
@@ -207,7 +202,7 @@ private:
     std::set<Handle> revoked_;
     std::set<Handle> faulted_;
     std::deque<xenhsa_notify> notifications_;
-    std::function<void(const xenhsa_notify &)> on_notify_;
+    std::function<void(const xenhsa_notify&)> on_notify_;
 };
 
 }  // namespace xenhsa::frontend

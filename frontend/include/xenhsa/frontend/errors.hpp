@@ -17,29 +17,25 @@ enum class Errc : int {
     not_connected,       // no HELLO has reached CONNECTED yet, or the device is down
 };
 
-const std::error_category &frontend_category() noexcept;
-inline std::error_code make_error_code(Errc e) noexcept
-{
+const std::error_category& frontend_category() noexcept;
+inline std::error_code make_error_code(Errc e) noexcept {
     return {static_cast<int>(e), frontend_category()};
 }
 
 // A request answered with a status other than OK (category "xenhsa-status"); the value
 // is the enum xenhsa_status number, the message its name.
-const std::error_category &status_category() noexcept;
-inline std::error_code status_error(uint32_t status) noexcept
-{
+const std::error_category& status_category() noexcept;
+inline std::error_code status_error(uint32_t status) noexcept {
     return {static_cast<int>(status), status_category()};
 }
 // The status an error code carries, or -1 when it is not a status error.
-inline int64_t status_of(const std::error_code &ec) noexcept
-{
+inline int64_t status_of(const std::error_code& ec) noexcept {
     return ec.category() == status_category() ? ec.value() : -1;
 }
 
 }  // namespace xenhsa::frontend
 
 template <>
-struct std::is_error_code_enum<xenhsa::frontend::Errc> : std::true_type {
-};
+struct std::is_error_code_enum<xenhsa::frontend::Errc> : std::true_type {};
 
 #endif

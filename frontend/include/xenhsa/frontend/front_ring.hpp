@@ -2,12 +2,12 @@
 #ifndef XENHSA_FRONTEND_FRONT_RING_HPP
 #define XENHSA_FRONTEND_FRONT_RING_HPP
 
-#include <xenhsa/frontend/result.hpp>
 #include <xenhsa/proto.h>
 
 #include <cstddef>
 #include <optional>
 #include <span>
+#include <xenhsa/frontend/result.hpp>
 
 namespace xenhsa::frontend {
 
@@ -31,7 +31,7 @@ public:
     Result<void> push(uint32_t cmd, uint32_t seqno, std::span<const std::byte> payload);
 
     // Writes raw slot bytes: how a hostile or fuzzing frontend sends malformed requests.
-    Result<void> push_raw(const xenhsa_req_slot &slot);
+    Result<void> push_raw(const xenhsa_req_slot& slot);
 
     // Publishes pushed requests; true when the backend asked to be notified.
     bool publish() noexcept;
@@ -50,13 +50,13 @@ public:
     void force_req_prod(uint32_t value) noexcept;
 
 private:
-    xenhsa_sring *shared() const noexcept;
-    std::byte *slot(uint32_t index) const noexcept;
+    xenhsa_sring* shared() const noexcept;
+    std::byte* slot(uint32_t index) const noexcept;
 
     std::span<std::byte> pages_;
     uint32_t slots_;
-    uint32_t req_prod_pvt_ = 0;  // pushed
-    uint32_t req_published_ = 0; // published
+    uint32_t req_prod_pvt_ = 0;   // pushed
+    uint32_t req_published_ = 0;  // published
     uint32_t rsp_cons_ = 0;
     bool peer_broken_ = false;
 };

@@ -4,27 +4,25 @@
 #define XENHSA_FRONTEND_GRANT_LIST_HPP
 
 #include <xenhsa/proto.h>
-#include <xenhsa/frontend/result.hpp>
-#include <xenhsa/xen/types.hpp>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
+#include <xenhsa/frontend/result.hpp>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::frontend {
 
 using xen::GrantRef;
 
 // Whether `npages` pages need indirect pages (more than fit inline).
-[[nodiscard]] constexpr bool needs_indirect(std::size_t npages) noexcept
-{
+[[nodiscard]] constexpr bool needs_indirect(std::size_t npages) noexcept {
     return npages > XENHSA_MAP_INLINE_GREFS;
 }
 
 // Indirect pages needed for `npages` pages.
-[[nodiscard]] constexpr uint32_t indirect_pages_for(std::size_t npages) noexcept
-{
+[[nodiscard]] constexpr uint32_t indirect_pages_for(std::size_t npages) noexcept {
     return static_cast<uint32_t>((npages + XENHSA_GREFS_PER_INDIRECT_PAGE - 1) /
                                  XENHSA_GREFS_PER_INDIRECT_PAGE);
 }
@@ -43,7 +41,7 @@ Result<xenhsa_map_req> make_map_req(uint64_t va, std::span<const GrantRef> page_
 
 // The page refs of a checked LEND response (xenhsa_check_lend_rsp passed) without
 // XENHSA_MAP_INDIRECT.
-std::vector<GrantRef> inline_refs(const xenhsa_lend_rsp &rsp);
+std::vector<GrantRef> inline_refs(const xenhsa_lend_rsp& rsp);
 
 // The page refs listed in private copies of indirect pages (`copy`: nrefs whole pages,
 // read once from the backend's pages). Fails with Errc::backend_broken when the copy is

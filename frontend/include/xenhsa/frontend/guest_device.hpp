@@ -6,12 +6,11 @@
 #ifndef XENHSA_FRONTEND_GUEST_DEVICE_HPP
 #define XENHSA_FRONTEND_GUEST_DEVICE_HPP
 
-#include <xenhsa/frontend/link.hpp>
-#include <xenhsa/xen/platform.hpp>
-
 #include <chrono>
 #include <optional>
 #include <string>
+#include <xenhsa/frontend/link.hpp>
+#include <xenhsa/xen/platform.hpp>
 
 namespace xenhsa::frontend {
 
@@ -28,12 +27,12 @@ enum class DeviceState { idle, connected, broken, closed };
 // passed in must outlive it.
 class GuestDevice final : public Link {
 public:
-    GuestDevice(xen::GrantSharer &sharer, xen::EventChannel &events, xen::Store &store,
+    GuestDevice(xen::GrantSharer& sharer, xen::EventChannel& events, xen::Store& store,
                 xen::DomId self, DeviceConfig config);
     // Uses platform.sharer, .events, .store and .domains->self().
-    GuestDevice(xen::Platform &platform, DeviceConfig config);
-    GuestDevice(const GuestDevice &) = delete;
-    GuestDevice &operator=(const GuestDevice &) = delete;
+    GuestDevice(xen::Platform& platform, DeviceConfig config);
+    GuestDevice(const GuestDevice&) = delete;
+    GuestDevice& operator=(const GuestDevice&) = delete;
     ~GuestDevice() override;  // close(), best effort
 
     // Handshake, guest side: a device an earlier frontend left (its state is not
@@ -55,8 +54,8 @@ public:
 
     [[nodiscard]] DeviceState state() const noexcept { return state_; }
     [[nodiscard]] bool connected() const noexcept { return state_ == DeviceState::connected; }
-    [[nodiscard]] const std::string &frontend_path() const noexcept { return fe_path_; }
-    [[nodiscard]] const std::string &backend_path() const noexcept { return be_path_; }
+    [[nodiscard]] const std::string& frontend_path() const noexcept { return fe_path_; }
+    [[nodiscard]] const std::string& backend_path() const noexcept { return be_path_; }
     [[nodiscard]] uint32_t ring_order() const noexcept { return order_; }
     [[nodiscard]] xen::Port port() const noexcept { return port_.port(); }
     // The backend's xenbus state as it reads now (0 when missing or malformed).
@@ -65,9 +64,9 @@ public:
     [[nodiscard]] uint32_t be_alive() const noexcept;
 
     // Link (valid while connected; ring() and the pages only then).
-    FrontRing &ring() override { return *ring_; }
+    FrontRing& ring() override { return *ring_; }
     std::span<std::byte> notify_page() override;
-    xenhsa_doorbell_page &doorbell_page() override;
+    xenhsa_doorbell_page& doorbell_page() override;
     [[nodiscard]] xen::DomId backend_domid() const noexcept override { return be_domid_; }
     Result<void> kick() override;
     Result<void> wait(std::chrono::milliseconds timeout) override;
@@ -82,9 +81,9 @@ private:
     void teardown(bool wait_for_backend) noexcept;
     void drain_store_events();
 
-    xen::GrantSharer &sharer_;
-    xen::EventChannel &events_;
-    xen::Store &store_;
+    xen::GrantSharer& sharer_;
+    xen::EventChannel& events_;
+    xen::Store& store_;
     xen::DomId self_;
     DeviceConfig config_;
 

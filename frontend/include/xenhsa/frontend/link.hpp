@@ -5,13 +5,13 @@
 #define XENHSA_FRONTEND_LINK_HPP
 
 #include <xenhsa/proto.h>
-#include <xenhsa/frontend/front_ring.hpp>
-#include <xenhsa/frontend/result.hpp>
-#include <xenhsa/xen/types.hpp>
 
 #include <chrono>
 #include <cstddef>
 #include <span>
+#include <xenhsa/frontend/front_ring.hpp>
+#include <xenhsa/frontend/result.hpp>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::frontend {
 
@@ -19,9 +19,9 @@ class Link {
 public:
     virtual ~Link() = default;
 
-    virtual FrontRing &ring() = 0;
+    virtual FrontRing& ring() = 0;
     virtual std::span<std::byte> notify_page() = 0;
-    virtual xenhsa_doorbell_page &doorbell_page() = 0;
+    virtual xenhsa_doorbell_page& doorbell_page() = 0;
     [[nodiscard]] virtual xen::DomId backend_domid() const noexcept = 0;
 
     // Notifies the backend through the event channel.

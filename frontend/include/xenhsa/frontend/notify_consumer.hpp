@@ -5,11 +5,11 @@
 #define XENHSA_FRONTEND_NOTIFY_CONSUMER_HPP
 
 #include <xenhsa/proto.h>
-#include <xenhsa/frontend/result.hpp>
 
 #include <cstddef>
 #include <span>
 #include <vector>
+#include <xenhsa/frontend/result.hpp>
 
 namespace xenhsa::frontend {
 
@@ -29,9 +29,8 @@ public:
     [[nodiscard]] bool broken() const noexcept { return broken_; }
 
 private:
-    xenhsa_notify_page *shared() const noexcept
-    {
-        return reinterpret_cast<xenhsa_notify_page *>(page_.data());
+    xenhsa_notify_page* shared() const noexcept {
+        return reinterpret_cast<xenhsa_notify_page*>(page_.data());
     }
 
     std::span<std::byte> page_;

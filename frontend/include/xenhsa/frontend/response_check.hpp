@@ -20,23 +20,20 @@ struct Payload {
     uint32_t len = 0;
     std::array<std::byte, XENHSA_SLOT_PAYLOAD_MAX> bytes{};
 
-    static Payload of(std::span<const std::byte> data) noexcept
-    {
+    static Payload of(std::span<const std::byte> data) noexcept {
         Payload p;
         p.len = static_cast<uint32_t>(std::min<std::size_t>(data.size(), p.bytes.size()));
         std::memcpy(p.bytes.data(), data.data(), p.len);
         return p;
     }
     template <class Wire>
-    static Payload of_wire(const Wire &wire) noexcept
-    {
+    static Payload of_wire(const Wire& wire) noexcept {
         static_assert(sizeof(Wire) <= XENHSA_SLOT_PAYLOAD_MAX);
         return of(std::as_bytes(std::span(&wire, 1)));
     }
     // The bytes as a wire struct (by value; missing bytes read as zero).
     template <class Wire>
-    [[nodiscard]] Wire as() const noexcept
-    {
+    [[nodiscard]] Wire as() const noexcept {
         static_assert(sizeof(Wire) <= XENHSA_SLOT_PAYLOAD_MAX);
         Wire out;
         std::memcpy(&out, bytes.data(), sizeof out);
@@ -69,7 +66,7 @@ struct Reply {
 // count (all of them with WAIT_ALL). For a
 // request with an unknown command (a hostile raw slot) the only acceptable answer is an
 // error status without payload.
-[[nodiscard]] uint32_t check_response(const xenhsa_rsp_slot &rsp, const SentRequest &sent) noexcept;
+[[nodiscard]] uint32_t check_response(const xenhsa_rsp_slot& rsp, const SentRequest& sent) noexcept;
 
 }  // namespace xenhsa::frontend
 

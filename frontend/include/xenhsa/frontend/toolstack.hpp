@@ -5,10 +5,9 @@
 #ifndef XENHSA_FRONTEND_TOOLSTACK_HPP
 #define XENHSA_FRONTEND_TOOLSTACK_HPP
 
+#include <cstdint>
 #include <xenhsa/frontend/result.hpp>
 #include <xenhsa/xen/store.hpp>
-
-#include <cstdint>
 
 namespace xenhsa::frontend {
 
@@ -16,7 +15,7 @@ namespace xenhsa::frontend {
 // /local/domain/<be>/backend/xenhsa/<fe>/<devid> (owned by be, readable by fe) with
 // backend/backend-id/state and frontend/frontend-id/state, in one transaction. A device
 // that already has a frontend state is left alone (true: created, false: existed).
-Result<bool> add_device(xen::Store &store, xen::DomId be, xen::DomId fe, uint32_t devid);
+Result<bool> add_device(xen::Store& store, xen::DomId be, xen::DomId fe, uint32_t devid);
 
 }  // namespace xenhsa::frontend
 

@@ -3,10 +3,9 @@
 #ifndef XENHSA_FRONTEND_VA_WINDOW_HPP
 #define XENHSA_FRONTEND_VA_WINDOW_HPP
 
-#include <xenhsa/frontend/result.hpp>
-
 #include <cstdint>
 #include <map>
+#include <xenhsa/frontend/result.hpp>
 
 namespace xenhsa::frontend {
 
@@ -21,17 +20,16 @@ public:
     // EEXIST when any of it is taken, EINVAL for an unaligned or out-of-range request.
     static Result<VaReservation> reserve_at(uint64_t base, uint64_t size);
 
-    VaReservation(VaReservation &&other) noexcept;
-    VaReservation &operator=(VaReservation &&other) noexcept;
-    VaReservation(const VaReservation &) = delete;
-    VaReservation &operator=(const VaReservation &) = delete;
+    VaReservation(VaReservation&& other) noexcept;
+    VaReservation& operator=(VaReservation&& other) noexcept;
+    VaReservation(const VaReservation&) = delete;
+    VaReservation& operator=(const VaReservation&) = delete;
     ~VaReservation() { reset(); }
 
     [[nodiscard]] uint64_t base() const noexcept { return base_; }
     [[nodiscard]] uint64_t size() const noexcept { return size_; }
     explicit operator bool() const noexcept { return size_ != 0; }
-    [[nodiscard]] bool contains(uint64_t va, uint64_t len) const noexcept
-    {
+    [[nodiscard]] bool contains(uint64_t va, uint64_t len) const noexcept {
         return size_ != 0 && va >= base_ && len <= size_ && va - base_ <= size_ - len;
     }
     void reset() noexcept;

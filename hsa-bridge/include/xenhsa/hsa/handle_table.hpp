@@ -16,7 +16,7 @@
 
 namespace xenhsa::hsa {
 
-using Handle = uint64_t; // 0 is never a valid handle
+using Handle = uint64_t;  // 0 is never a valid handle
 
 template <class T>
 class HandleTable {
@@ -32,13 +32,10 @@ public:
         : kind_(kind),
           capacity_(capacity),
           retired_(std::clamp<uint32_t>(generations, 2, kMaxGenerations)),
-          cipher_(HandleCipher::random())
-    {
-    }
+          cipher_(HandleCipher::random()) {}
 
     // nullopt when full.
-    std::optional<Handle> insert(T value)
-    {
+    std::optional<Handle> insert(T value) {
         if (live_ >= capacity_) {
             return std::nullopt;
         }
@@ -50,37 +47,34 @@ public:
             index = static_cast<uint32_t>(slots_.size());
             slots_.emplace_back();
         }
-        Slot &slot = slots_[index];
+        Slot& slot = slots_[index];
         slot.value.emplace(std::move(value));
         ++live_;
         Handle handle = encode(index, slot.generation);
-        if (handle == 0) { // one value in 2^64: skip that generation
+        if (handle == 0) {  // one value in 2^64: skip that generation
             ++slot.generation;
             handle = encode(index, slot.generation);
         }
         return handle;
     }
 
-    [[nodiscard]] T *find(Handle h) noexcept
-    {
+    [[nodiscard]] T* find(Handle h) noexcept {
         auto index = decode(h);
         return index ? &*slots_[*index].value : nullptr;
     }
-    [[nodiscard]] const T *find(Handle h) const noexcept
-    {
+    [[nodiscard]] const T* find(Handle h) const noexcept {
         auto index = decode(h);
         return index ? &*slots_[*index].value : nullptr;
     }
 
     // The value, or nullopt for an unknown handle. The slot's generation moves on, so
     // the handle is stale from now on.
-    std::optional<T> erase(Handle h)
-    {
+    std::optional<T> erase(Handle h) {
         auto index = decode(h);
         if (!index) {
             return std::nullopt;
         }
-        Slot &slot = slots_[*index];
+        Slot& slot = slots_[*index];
         std::optional<T> out(std::move(slot.value));
         slot.value.reset();
         --live_;
@@ -97,8 +91,7 @@ public:
 
     // Visits (handle, value&) for every live entry, in slot order.
     template <class F>
-    void for_each(F &&f)
-    {
+    void for_each(F&& f) {
         for (uint32_t i = 0; i < slots_.size(); ++i) {
             if (slots_[i].value) {
                 f(encode(i, slots_[i].generation), *slots_[i].value);
@@ -106,8 +99,7 @@ public:
         }
     }
     template <class F>
-    void for_each(F &&f) const
-    {
+    void for_each(F&& f) const {
         for (uint32_t i = 0; i < slots_.size(); ++i) {
             if (slots_[i].value) {
                 f(encode(i, slots_[i].generation), *slots_[i].value);
@@ -122,12 +114,10 @@ private:
         uint32_t generation = 0;
     };
 
-    [[nodiscard]] Handle encode(uint32_t index, uint32_t generation) const noexcept
-    {
+    [[nodiscard]] Handle encode(uint32_t index, uint32_t generation) const noexcept {
         return cipher_.encrypt(uint64_t{kind_} << 56 | uint64_t{generation} << 32 | index);
     }
-    [[nodiscard]] std::optional<uint32_t> decode(Handle h) const noexcept
-    {
+    [[nodiscard]] std::optional<uint32_t> decode(Handle h) const noexcept {
         if (h == 0) {
             return std::nullopt;
         }
@@ -146,7 +136,7 @@ private:
 
     uint8_t kind_;
     uint32_t capacity_;
-    uint32_t retired_; // a slot at this generation is never used again
+    uint32_t retired_;  // a slot at this generation is never used again
     HandleCipher cipher_;
     uint32_t live_ = 0;
     std::vector<Slot> slots_;

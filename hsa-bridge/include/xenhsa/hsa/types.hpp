@@ -3,7 +3,6 @@
 #define XENHSA_HSA_TYPES_HPP
 
 #include <boost/outcome/result.hpp>
-
 #include <cstdint>
 #include <system_error>
 

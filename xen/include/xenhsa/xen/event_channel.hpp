@@ -2,9 +2,8 @@
 #ifndef XENHSA_XEN_EVENT_CHANNEL_HPP
 #define XENHSA_XEN_EVENT_CHANNEL_HPP
 
-#include <xenhsa/xen/types.hpp>
-
 #include <optional>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen {
 
@@ -14,15 +13,14 @@ class EventChannel;
 class BoundPort {
 public:
     BoundPort() noexcept = default;
-    BoundPort(EventChannel *owner, Port port) noexcept : owner_(owner), port_(port) {}
-    BoundPort(BoundPort &&o) noexcept : owner_(o.owner_), port_(o.port_) { o.owner_ = nullptr; }
-    BoundPort &operator=(BoundPort &&o) noexcept
-    {
+    BoundPort(EventChannel* owner, Port port) noexcept : owner_(owner), port_(port) {}
+    BoundPort(BoundPort&& o) noexcept : owner_(o.owner_), port_(o.port_) { o.owner_ = nullptr; }
+    BoundPort& operator=(BoundPort&& o) noexcept {
         BoundPort(std::move(o)).swap(*this);
         return *this;
     }
-    BoundPort(const BoundPort &) = delete;
-    BoundPort &operator=(const BoundPort &) = delete;
+    BoundPort(const BoundPort&) = delete;
+    BoundPort& operator=(const BoundPort&) = delete;
     ~BoundPort() { reset(); }
 
     [[nodiscard]] Port port() const noexcept { return port_; }
@@ -30,12 +28,11 @@ public:
     void reset() noexcept;
 
 private:
-    void swap(BoundPort &o) noexcept
-    {
+    void swap(BoundPort& o) noexcept {
         std::swap(owner_, o.owner_);
         std::swap(port_, o.port_);
     }
-    EventChannel *owner_ = nullptr;
+    EventChannel* owner_ = nullptr;
     Port port_ = 0;
 };
 
@@ -60,8 +57,7 @@ protected:
     virtual void unbind(Port local) noexcept = 0;
 };
 
-inline void BoundPort::reset() noexcept
-{
+inline void BoundPort::reset() noexcept {
     if (owner_ != nullptr) {
         owner_->unbind(port_);
     }

@@ -4,11 +4,10 @@
 #ifndef XENHSA_XEN_FOREIGN_MEMORY_HPP
 #define XENHSA_XEN_FOREIGN_MEMORY_HPP
 
-#include <xenhsa/xen/types.hpp>
-
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen {
 

@@ -3,11 +3,10 @@
 #ifndef XENHSA_XEN_GRANT_SHARE_HPP
 #define XENHSA_XEN_GRANT_SHARE_HPP
 
-#include <xenhsa/xen/types.hpp>
-
 #include <cstddef>
 #include <span>
 #include <vector>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen {
 
@@ -29,19 +28,18 @@ enum class RevokeEffect : uint8_t {
 class SharedPages {
 public:
     SharedPages() noexcept = default;
-    SharedPages(GrantSharer *owner, std::byte *addr, std::vector<GrantRef> refs) noexcept
+    SharedPages(GrantSharer* owner, std::byte* addr, std::vector<GrantRef> refs) noexcept
         : owner_(owner), addr_(addr), refs_(std::move(refs)) {}
-    SharedPages(SharedPages &&other) noexcept { swap(other); }
-    SharedPages &operator=(SharedPages &&other) noexcept
-    {
+    SharedPages(SharedPages&& other) noexcept { swap(other); }
+    SharedPages& operator=(SharedPages&& other) noexcept {
         SharedPages(std::move(other)).swap(*this);
         return *this;
     }
-    SharedPages(const SharedPages &) = delete;
-    SharedPages &operator=(const SharedPages &) = delete;
+    SharedPages(const SharedPages&) = delete;
+    SharedPages& operator=(const SharedPages&) = delete;
     ~SharedPages() { release(); }
 
-    [[nodiscard]] std::byte *data() const noexcept { return addr_; }
+    [[nodiscard]] std::byte* data() const noexcept { return addr_; }
     [[nodiscard]] std::span<const GrantRef> refs() const noexcept { return refs_; }
     [[nodiscard]] std::size_t pages() const noexcept { return refs_.size(); }
 
@@ -53,15 +51,14 @@ public:
 
 private:
     void release() noexcept;
-    void swap(SharedPages &o) noexcept
-    {
+    void swap(SharedPages& o) noexcept {
         std::swap(owner_, o.owner_);
         std::swap(addr_, o.addr_);
         refs_.swap(o.refs_);
     }
 
-    GrantSharer *owner_ = nullptr;
-    std::byte *addr_ = nullptr;
+    GrantSharer* owner_ = nullptr;
+    std::byte* addr_ = nullptr;
     std::vector<GrantRef> refs_;
 };
 
@@ -72,7 +69,7 @@ struct ShareSpec {
     // nullptr: anywhere. Else a page-aligned address inside a PROT_NONE reservation the
     // caller owns (VA mirroring); the pages replace exactly [at, at + pages), and the
     // range is left reserved PROT_NONE again when they go.
-    std::byte *at = nullptr;
+    std::byte* at = nullptr;
 };
 
 class GrantSharer {
@@ -80,19 +77,18 @@ public:
     virtual ~GrantSharer() = default;
 
     // Allocates `spec.pages` zeroed pages and grants them to `spec.peer`.
-    virtual Result<SharedPages> share(const ShareSpec &spec) = 0;
+    virtual Result<SharedPages> share(const ShareSpec& spec) = 0;
 
 protected:
     friend class SharedPages;
-    virtual Result<void> end_access(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
+    virtual Result<void> end_access(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
     // Gives up the pages whatever their state (see SharedPages).
-    virtual void release(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
+    virtual void release(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
     // Withdraws access by force where the platform can, then gives up the pages.
-    virtual RevokeEffect revoke(std::byte *addr, std::span<const GrantRef> refs) noexcept = 0;
+    virtual RevokeEffect revoke(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
 };
 
-inline Result<void> SharedPages::end_access() noexcept
-{
+inline Result<void> SharedPages::end_access() noexcept {
     if (owner_ == nullptr) {
         return boost::outcome_v2::success();
     }
@@ -106,8 +102,7 @@ inline Result<void> SharedPages::end_access() noexcept
     return ended;
 }
 
-inline RevokeEffect SharedPages::revoke() noexcept
-{
+inline RevokeEffect SharedPages::revoke() noexcept {
     RevokeEffect effect = RevokeEffect::enforced;
     if (owner_ != nullptr) {
         effect = owner_->revoke(addr_, refs_);
@@ -118,8 +113,7 @@ inline RevokeEffect SharedPages::revoke() noexcept
     return effect;
 }
 
-inline void SharedPages::release() noexcept
-{
+inline void SharedPages::release() noexcept {
     if (owner_ != nullptr) {
         owner_->release(addr_, refs_);
     }

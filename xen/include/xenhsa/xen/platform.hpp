@@ -2,6 +2,7 @@
 #ifndef XENHSA_XEN_PLATFORM_HPP
 #define XENHSA_XEN_PLATFORM_HPP
 
+#include <memory>
 #include <xenhsa/xen/domains.hpp>
 #include <xenhsa/xen/event_channel.hpp>
 #include <xenhsa/xen/foreign_memory.hpp>
@@ -9,8 +10,6 @@
 #include <xenhsa/xen/grant_share.hpp>
 #include <xenhsa/xen/grant_usage.hpp>
 #include <xenhsa/xen/store.hpp>
-
-#include <memory>
 
 namespace xenhsa::xen {
 
@@ -20,7 +19,7 @@ struct Platform {
     std::unique_ptr<EventChannel> events;
     std::unique_ptr<Store> store;
     std::unique_ptr<Domains> domains;
-    std::unique_ptr<ForeignMemory> foreign; // may be null: unprivileged
+    std::unique_ptr<ForeignMemory> foreign;  // may be null: unprivileged
     std::unique_ptr<GrantUsage> usage;       // may be null: opened only where asked for
 };
 

@@ -2,17 +2,16 @@
 #ifndef XENHSA_XEN_STORE_HPP
 #define XENHSA_XEN_STORE_HPP
 
-#include <xenhsa/xen/types.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen {
 
 using TxId = uint32_t;
-inline constexpr TxId kNoTx = 0; // XBT_NULL
+inline constexpr TxId kNoTx = 0;  // XBT_NULL
 
 enum class StoreAccess : uint8_t { none, read, write, both };
 
@@ -21,7 +20,7 @@ enum class StoreAccess : uint8_t { none, read, write, both };
 struct StorePerm {
     DomId domid = 0;
     StoreAccess access = StoreAccess::none;
-    friend bool operator==(const StorePerm &, const StorePerm &) = default;
+    friend bool operator==(const StorePerm&, const StorePerm&) = default;
 };
 
 struct WatchEvent {
@@ -40,7 +39,7 @@ public:
     virtual Result<std::vector<std::string>> directory(TxId tx, std::string_view path) = 0;
     virtual Result<std::vector<StorePerm>> get_perms(TxId tx, std::string_view path) = 0;
     virtual Result<void> set_perms(TxId tx, std::string_view path,
-                                   const std::vector<StorePerm> &perms) = 0;
+                                   const std::vector<StorePerm>& perms) = 0;
 
     virtual Result<TxId> transaction_start() = 0;
     // Commit fails with EAGAIN when another writer got in between: retry the transaction.

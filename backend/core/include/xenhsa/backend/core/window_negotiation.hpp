@@ -30,7 +30,7 @@ public:
     static constexpr uint64_t kDefaultProposalBase = 0x200000000000ull;  // 32 TiB
     static constexpr uint64_t kProposalSpan = 0x200000000000ull;         // 32 TiB
 #endif
-    static constexpr uint64_t kProposalAlign = 2ull << 20;               // 2 MiB
+    static constexpr uint64_t kProposalAlign = 2ull << 20;  // 2 MiB
 
     explicit WindowNegotiation(uint64_t proposal_base = kDefaultProposalBase) noexcept
         : base_(proposal_base < XENHSA_VA_WINDOW_FLOOR ? XENHSA_VA_WINDOW_FLOOR : proposal_base) {}

@@ -10,10 +10,9 @@
 #ifndef XENHSA_XEN_REAL_PLATFORM_HPP
 #define XENHSA_XEN_REAL_PLATFORM_HPP
 
-#include <xenhsa/xen/platform.hpp>
-
 #include <memory>
 #include <optional>
+#include <xenhsa/xen/platform.hpp>
 
 namespace xenhsa::xen::real {
 
@@ -40,15 +39,15 @@ struct RealOptions {
 };
 
 // Opens every component. self() is read from xenstore ("domid") here.
-Result<Platform> open_real_platform(const RealOptions &options = {});
+Result<Platform> open_real_platform(const RealOptions& options = {});
 
 // The components one by one (each opens its own library handle).
-Result<std::unique_ptr<GrantMapper>> open_grant_mapper(const RealOptions &options = {});
-Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions &options = {});
-Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions &options = {});
+Result<std::unique_ptr<GrantMapper>> open_grant_mapper(const RealOptions& options = {});
+Result<std::unique_ptr<GrantSharer>> open_grant_sharer(const RealOptions& options = {});
+Result<std::unique_ptr<EventChannel>> open_event_channel(const RealOptions& options = {});
 // xs_open(XS_UNWATCH_FILTER): xenstored's socket, else /dev/xen/xenbus.
-Result<std::unique_ptr<Store>> open_store(const RealOptions &options = {});
-Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions &options = {});
+Result<std::unique_ptr<Store>> open_store(const RealOptions& options = {});
+Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions& options = {});
 // Not opened by open_real_platform(): a backend's supervisor asks for it. It holds privcmd
 // and the hypercall device for its whole life, when they open; where this domain's grant
 // table cannot be read (no privcmd, a driver domain, HVM/PVH, grant table v2), held_by()
@@ -66,7 +65,7 @@ Result<std::unique_ptr<GrantUsage>> open_grant_usage();
 //           read permission there (libxl makes it "n0 r<id>"), and xenstored then answers
 //           EACCES whether or not the domain exists: alive() returns that EACCES.
 Result<std::unique_ptr<Domains>> make_domains(std::unique_ptr<Store> store,
-                                              const RealOptions &options = {});
+                                              const RealOptions& options = {});
 
 }  // namespace xenhsa::xen::real
 

@@ -6,9 +6,8 @@
 #ifndef XENHSA_XEN_REAL_TESTING_HPP
 #define XENHSA_XEN_REAL_TESTING_HPP
 
-#include <xenhsa/xen/platform.hpp>
-
 #include <memory>
+#include <xenhsa/xen/platform.hpp>
 
 namespace xenhsa::xen::real::testing {
 

@@ -10,12 +10,11 @@
 #ifndef XENHSA_XEN_SIM_GRANT_TABLE_HPP
 #define XENHSA_XEN_SIM_GRANT_TABLE_HPP
 
-#include <xenhsa/xen/public_headers.hpp>
-#include <xenhsa/xen/types.hpp>
-
 #include <cstddef>
 #include <span>
 #include <vector>
+#include <xenhsa/xen/public_headers.hpp>
+#include <xenhsa/xen/types.hpp>
 
 namespace xenhsa::xen::sim {
 
@@ -47,13 +46,13 @@ public:
     [[nodiscard]] uint32_t pins(GrantRef ref) const noexcept;
 
     // --- the granting guest, on its own table -----------------------------------------
-    static void grant(grant_entry_v1_t &entry, DomId peer, uint32_t frame, bool readonly) noexcept;
+    static void grant(grant_entry_v1_t& entry, DomId peer, uint32_t frame, bool readonly) noexcept;
     // EBUSY while the entry is pinned (GTF_reading/GTF_writing set).
-    static Result<void> end_access(grant_entry_v1_t &entry) noexcept;
+    static Result<void> end_access(grant_entry_v1_t& entry) noexcept;
 
 private:
     struct PinCount {
-        uint32_t readers = 0; // pins of any kind
+        uint32_t readers = 0;  // pins of any kind
         uint32_t writers = 0;
     };
 
