@@ -97,6 +97,25 @@ public:
         return report_.check(fmt::format("complete-{}", what), v);
     }
 
+    // A built-in oob_read that reads 1 GiB past a buffer of the arena: inside the guest's
+    // window, but nothing the GPU may reach. The address it faults at, once submitted.
+    std::optional<uint64_t> submit_oob_read() {
+        auto oob = kernel(XENHSA_KERNEL_NAME_OOB_READ, sizeof(xenhsa_kernarg_oob_read));
+        uint32_t* src = carve<uint32_t>(16);
+        uint32_t* dst = carve<uint32_t>(1);
+        auto* args = carve<xenhsa_kernarg_oob_read>(1);
+        amd_signal_t* done = signal(1);
+        if (!oob || !src || !dst || !args || !done) {
+            return std::nullopt;
+        }
+        const uint64_t index = (1ull << 30) / 4;
+        *args = {reinterpret_cast<uintptr_t>(src), index, reinterpret_cast<uintptr_t>(dst)};
+        if (!submit("oob_read", dispatch_spec(*oob, args, 1, done))) {
+            return std::nullopt;
+        }
+        return reinterpret_cast<uintptr_t>(src) + index * 4;
+    }
+
     aql::AqlQueue& queue() { return queue_; }
 
     // `live_after`: handles the scenario still holds itself.

@@ -188,6 +188,33 @@ int main(int argc, char** argv) {
                         "QUEUE_DESTROY of the stopped queue",
                         [&] { return run_fault(global, gpu); }));
 
+    LoadOptions load;
+    auto* load_cmd = command("load",
+                             "a heavy, well-behaved guest: big fills on many queues, pending "
+                             "event waits, SDMA copies, a fault, queues destroyed under load",
+                             [&] { return run_load(global, load); });
+    load_cmd->add_option("--queues", load.queues, "AQL queues")->check(CLI::Range(1u, 32u));
+    load_cmd->add_option("--elements", load.elements, "words each fill writes")
+        ->check(CLI::Range(1u, 1u << 24));
+    load_cmd->add_option("--rounds", load.rounds, "checked rounds")->check(CLI::Range(1u, 1000u));
+    load_cmd->add_option("--waits", load.waits, "pending event waits")->check(CLI::Range(0u, 100u));
+    load_cmd->add_option("--sdma-queues", load.sdma_queues, "SDMA queues")
+        ->check(CLI::Range(0u, 8u));
+    load_cmd->add_option("--sdma-bytes", load.sdma_bytes, "bytes each SDMA queue copies a round")
+        ->check(CLI::Range(4096u, 64u << 20))
+        ->check(CLI::Validator(
+            [](const std::string& text) {
+                return std::stoul(text) % XENHSA_PAGE_SIZE == 0 ? std::string()
+                                                                : std::string("not whole pages");
+            },
+            "PAGES"));
+    load_cmd->add_flag("!--no-fault", load.fault, "no faulting queue");
+    load_cmd
+        ->add_option("--pause-ms", load.pause_ms,
+                     "after the first round, with every queue and wait live, print "
+                     "'info loaded domid=N' and wait this long")
+        ->check(CLI::Range(0u, 600000u));
+
     HostileOptions hostile;
     auto* hostile_cmd = command("hostile", "a guest that breaks the rules on purpose",
                                 [&] { return run_hostile(global, hostile); });

@@ -285,31 +285,20 @@ int run_fault(const GlobalOptions& options, const GpuOptions& gpu) {
     const Handle event = error_event.value().handle;
     GpuRig rig(h, report);
     if (rig.setup(4096, *node, event)) {
-        auto oob = rig.kernel(XENHSA_KERNEL_NAME_OOB_READ, sizeof(xenhsa_kernarg_oob_read));
-        uint32_t* src = rig.carve<uint32_t>(16);
-        uint32_t* dst = rig.carve<uint32_t>(1);
-        auto* args = rig.carve<xenhsa_kernarg_oob_read>(1);
-        amd_signal_t* done = rig.signal(1);
-        if (oob && src && dst && args && done) {
-            // 1 GiB past src: inside the window, but nothing the GPU may reach.
-            const uint64_t index = (1ull << 30) / 4;
-            const uint64_t bad = reinterpret_cast<uintptr_t>(src) + index * 4;
-            *args = {reinterpret_cast<uintptr_t>(src), index, reinterpret_cast<uintptr_t>(dst)};
-            report.info(fmt::format("faulting-address={:#x}", bad));
-            if (rig.submit("oob_read", rig.dispatch_spec(*oob, args, 1, done))) {
-                auto notice = client.wait_notification(XENHSA_NOTIFY_GPU_FAULT,
-                                                       rig.queue().handle(), h.timeout());
-                if (report.check("gpu-fault-notified", notice)) {
-                    // The exact address, or the page it lies in.
-                    const uint64_t got = notice.value().arg0;
-                    report.check("gpu-fault-address", got == bad || got == (bad & ~uint64_t{4095}),
-                                 fmt::format("reported={:#x}", got));
-                }
-                report.check("client-knows-faulted", client.faulted(rig.queue().handle()));
-                auto fired = client.event_wait(std::span(&event, 1), false, h.options().timeout_ms);
-                report.check("error-event-signalled", fired && fired.value() == 1u,
-                             fired ? "" : describe(fired.error()));
+        if (const auto bad = rig.submit_oob_read()) {
+            report.info(fmt::format("faulting-address={:#x}", *bad));
+            auto notice = client.wait_notification(XENHSA_NOTIFY_GPU_FAULT, rig.queue().handle(),
+                                                   h.timeout());
+            if (report.check("gpu-fault-notified", notice)) {
+                // The exact address, or the page it lies in.
+                const uint64_t got = notice.value().arg0;
+                report.check("gpu-fault-address", got == *bad || got == (*bad & ~uint64_t{4095}),
+                             fmt::format("reported={:#x}", got));
             }
+            report.check("client-knows-faulted", client.faulted(rig.queue().handle()));
+            auto fired = client.event_wait(std::span(&event, 1), false, h.options().timeout_ms);
+            report.check("error-event-signalled", fired && fired.value() == 1u,
+                         fired ? "" : describe(fired.error()));
         }
     }
     rig.teardown(1);  // QUEUE_DESTROY must succeed on a stopped queue (10.2.1)

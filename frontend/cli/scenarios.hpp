@@ -74,6 +74,21 @@ int run_fill_checksum(const GlobalOptions& options, const GpuOptions& gpu);
 int run_barrier_chain(const GlobalOptions& options, const GpuOptions& gpu);
 int run_fault(const GlobalOptions& options, const GpuOptions& gpu);
 
+// One guest keeping its worker busy: big fills on many queues, pending waits, SDMA
+// copies, a fault, and queues destroyed with work running (scenario_load.cpp).
+struct LoadOptions {
+    uint32_t queues = 8;             // AQL queues filling at once
+    uint32_t elements = 1u << 20;    // words a fill writes (4 MiB: the agent's pool)
+    uint32_t rounds = 3;             // rounds of fills and copies, each checked
+    uint32_t waits = 32;             // EVENT_WAITs kept pending meanwhile
+    uint32_t sdma_queues = 2;        // SDMA queues copying meanwhile
+    uint32_t sdma_bytes = 8u << 20;  // bytes each copies a round
+    bool fault = true;               // a queue that faults while the others run
+    uint32_t pause_ms = 0;           // after round 1, everything live: prints
+                                     // `info loaded domid=N`, then waits this long
+};
+int run_load(const GlobalOptions& options, const LoadOptions& load);
+
 struct DemoOptions {
     uint32_t pages = 64;  // the MAPped buffer
     uint32_t lend_pages = 4;

@@ -34,7 +34,8 @@
 // manual-reset event). Auto-reset events are emulated: the wait that reports one resets it.
 // A wait reports exactly the events that fired, which the context's all-waits rely on.
 //
-// Faults (what is wired): a fault thread waits on a MEMORY event (VM faults, with address
+// Faults (what is wired): a fault thread (started with the first fault handler, so after
+// the backend worker's confinement) waits on a MEMORY event (VM faults, with address
 // and node) and, where the kernel lets the thunk create one, a HW_EXCEPTION event. KFD
 // does not say which queue faulted, so a memory fault is reported once for every live
 // queue on the faulting node (a non-XNACK VM fault stops the process's queues there), and
@@ -133,6 +134,7 @@ private:
     HsaEvent* memory_event_ = nullptr;
     HsaEvent* exception_event_ = nullptr;
     HsaEvent* stop_event_ = nullptr;
+    bool fault_thread_started_ = false;  // by the first set_fault_handler with a handler
     std::thread fault_thread_;
 };
 

@@ -27,9 +27,18 @@ bool poll_event(HsaEvent* event) noexcept {
     return hsaKmtWaitOnEvent(event, 0) == HSAKMT_STATUS_SUCCESS;
 }
 
+// The fault thread starts with the first handler, not at open: a backend worker opens its
+// device before it confines itself, and a thread that existed then would run unconfined.
 void HsakmtDevice::set_fault_handler(FaultHandler handler) {
-    std::lock_guard lock(fault_mutex_);
-    fault_handler_ = std::move(handler);
+    const bool start = handler && !fault_thread_started_;
+    {
+        std::lock_guard lock(fault_mutex_);
+        fault_handler_ = std::move(handler);
+    }
+    if (start) {
+        fault_thread_started_ = true;
+        start_fault_thread();
+    }
 }
 
 void HsakmtDevice::start_fault_thread() {

@@ -74,7 +74,6 @@ Result<std::unique_ptr<KfdDevice>> HsakmtDevice::open(std::string* message) {
         return fail(message, hsakmt_status_error(static_cast<int>(s)),
                     "hsaKmtAcquireSystemProperties failed: " + describe(s));
     }
-    device->start_fault_thread();
     spdlog::info("hsakmt: /dev/kfd open, {} topology nodes", device->system_.NumNodes);
     return std::unique_ptr<KfdDevice>(std::move(device));
 }

@@ -1,28 +1,46 @@
 #include "worker_pool.hpp"
 
 #include <algorithm>
+#include <system_error>
 
 namespace xenhsa::hsa::soft {
 
-WorkerPool::WorkerPool(uint32_t threads) {
-    threads_.reserve(threads);
-    for (uint32_t i = 0; i < threads; ++i) {
-        threads_.emplace_back([this](std::stop_token stop) { work(stop); });
-    }
-}
-
 WorkerPool::~WorkerPool() {
-    for (auto& thread : threads_) {
+    std::vector<std::jthread> threads;
+    {
+        const std::lock_guard lock(mutex_);
+        threads.swap(threads_);
+    }
+    for (auto& thread : threads) {
         thread.request_stop();
     }
     cv_.notify_all();
-    threads_.clear();
+    threads.clear();
+}
+
+uint32_t WorkerPool::started() const {
+    const std::lock_guard lock(mutex_);
+    return static_cast<uint32_t>(threads_.size());
+}
+
+void WorkerPool::start_locked() {
+    while (threads_.size() < size_) {
+        try {
+            threads_.emplace_back([this](std::stop_token stop) { work(stop); });
+        } catch (const std::system_error&) {
+            if (threads_.empty()) {
+                throw;
+            }
+            return;  // fewer workers for now; the next task tries again
+        }
+    }
 }
 
 void WorkerPool::submit(const std::shared_ptr<PoolTask>& task, uint32_t copies) {
-    copies = std::clamp<uint32_t>(copies, 1, size());
+    copies = std::clamp<uint32_t>(copies, 1, size_);
     {
-        std::lock_guard lock(mutex_);
+        const std::lock_guard lock(mutex_);
+        start_locked();
         tasks_.insert(tasks_.end(), copies, task);
     }
     if (copies == 1) {

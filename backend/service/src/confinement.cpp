@@ -1,11 +1,15 @@
 #include <grp.h>
 #include <linux/capability.h>
+#include <malloc.h>
 #include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +29,34 @@ constexpr const char* kForbidden[] = {"/dev/xen/privcmd", "/dev/xen/hypercall", 
                                       "/dev/kmem", "/dev/port"};
 
 std::string errno_text(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// The threads of this process, from /proc/self/status (0 when it cannot be read).
+int thread_count() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.starts_with("Threads:")) {
+            return std::atoi(line.c_str() + 8);
+        }
+    }
+    return 0;
+}
+
+// What the C library would otherwise do on first use, once confined, with a system call
+// or a file the filter refuses: the time zone (every log line formats a local time), and
+// malloc's arena limit, which glibc computes from get_nprocs() (an openat of
+// /sys/devices/system/cpu/online) when a thread beyond the eighth first allocates.
+void load_what_libc_loads_late() {
+    ::tzset();
+    const time_t now = ::time(nullptr);
+    struct tm local {};
+    (void)::localtime_r(&now, &local);
+#ifndef XENHSA_SANITIZED  // the sanitizers' allocators have no arenas
+    // glibc's own default (8 arenas a core on 64-bit, 2 on 32-bit), fixed now.
+    const int per_core = sizeof(long) == 4 ? 2 : 8;
+    (void)::mallopt(M_ARENA_MAX, per_core * std::max(1, ::get_nprocs()));
+#endif
+}
 
 int last_cap() {
     std::ifstream in("/proc/sys/kernel/cap_last_cap");
@@ -147,6 +179,17 @@ std::optional<std::string> forbidden_fd(const std::vector<std::string>& fds) {
 ConfinementResult confine_worker(const ConfinementOptions& options) {
     ConfinementResult result;
     ConfinementReport report;
+    // Identity, capabilities and no_new_privs are per thread, so is a filter loaded without
+    // TSYNC: a thread started before this point would run unconfined.
+    if (const int threads = thread_count(); threads == 0) {
+        result.error = "cannot count the worker's threads (/proc/self/status)";
+        return result;
+    } else if (threads != 1) {
+        result.error = std::to_string(threads) +
+                       " threads before confinement (a thread started too early would "
+                       "run unconfined): the worker must confine itself while it has one";
+        return result;
+    }
     report.fds = open_fds();
     if (auto bad = forbidden_fd(report.fds)) {
         result.error = *bad;
@@ -175,12 +218,7 @@ ConfinementResult confine_worker(const ConfinementOptions& options) {
         result.error = errno_text("PR_SET_NO_NEW_PRIVS");
         return result;
     }
-    // What the C library loads on first use and a confined worker could not open later:
-    // the time zone (every log line formats a local time).
-    ::tzset();
-    const time_t now = ::time(nullptr);
-    struct tm local {};
-    (void)::localtime_r(&now, &local);
+    load_what_libc_loads_late();
     if (options.seccomp != SeccompMode::off) {
 #if XENHSA_HAVE_SECCOMP
         if (auto failed = install_syscall_filter(options.seccomp, report.allowed_syscalls)) {

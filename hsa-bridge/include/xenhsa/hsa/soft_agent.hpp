@@ -120,8 +120,10 @@ struct SoftAgentOptions {
 inline constexpr uint32_t kSoftGpuNode = 1;
 inline constexpr uint32_t kSoftCpuNode = 0;
 
-// Never null. Options out of range are clamped to the nearest valid value. For composition
-// roots: throws std::system_error when the worker threads cannot be started.
+// Never null. Options out of range are clamped to the nearest valid value. Starts no
+// thread: queue engines start with their queue, the workgroup pool with the first big
+// dispatch (a backend worker confines itself after it made its agent, and a thread
+// started before that would run unconfined).
 std::unique_ptr<KfdDevice> make_soft_agent(SoftAgentOptions options = {});
 
 }  // namespace xenhsa::hsa

@@ -1,5 +1,8 @@
 // A worker's confinement, applied once its guest's objects are open and before it reads
-// anything the guest wrote (docs/threat-model.md, "A compromised worker"):
+// anything the guest wrote (docs/threat-model.md, "A compromised worker"), while the worker
+// is one thread: it refuses to start otherwise, since 2-4 hold per thread, and every
+// thread started afterwards inherits them (the GPU device starts its threads with the
+// first work, not when it opens):
 //
 //   1. an fd audit: no privcmd, hypercall, memory or port device may be open; the open fds
 //      are logged (the worker was started with fds 0-3 only, so the rest are its guest's:
@@ -10,10 +13,12 @@
 //   3. non-dumpable (workers share a user: none may ptrace another or read its memory
 //      through /proc; sanitized builds stay dumpable for LeakSanitizer) and
 //      PR_SET_NO_NEW_PRIVS;
-//   4. a seccomp filter (libseccomp) that allows the system calls a worker's steady state
-//      makes (syscall_filter.hpp) and kills the process on any other
+//   4. a seccomp filter (libseccomp, TSYNC) that allows the system calls a worker's steady
+//      state makes (syscall_filter.hpp) and kills the process on any other
 //      (SCMP_ACT_KILL_PROCESS: the supervisor sees SIGSYS and reports a confinement
-//      violation).
+//      violation); an open fails with EACCES instead (the C library tries some behind
+//      calls a worker makes, each with a fallback). What glibc would otherwise load late
+//      (the time zone, malloc's arena limit) is fixed before the filter.
 // Open devices stay usable: the kernel checks their permissions at open time.
 #ifndef XENHSA_BACKEND_SERVICE_CONFINEMENT_HPP
 #define XENHSA_BACKEND_SERVICE_CONFINEMENT_HPP
