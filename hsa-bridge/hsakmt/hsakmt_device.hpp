@@ -1,30 +1,31 @@
 // HsakmtDevice: the KfdDevice over Debian's libhsakmt 5.2.3 (ROCt thunk) and /dev/kfd.
 //
-// Guest pages and the GPU: which path applies where
-// -------------------------------------------------
-// A PIN names worker memory that is a grant mapping of guest pages (gntdev, mapped at the
-// guest's own VA). register_user() has to turn that into something KFD can map:
+// Guest memory and the GPU: GPU VA == worker VA == guest VA, for every kind
+// -----------------------------------------------------------------------------------
+// Thunk 5.2.3 cannot mirror: on a dGPU it registers user memory at an address of its own
+// SVM aperture (fmm_register_user_memory, returned in AlternateVAGPU), and refuses
+// FixedAddress allocations in mmap-aperture mode. The kernel can: ALLOC_MEMORY_OF_GPU takes
+// the GPU VA (va_addr) and, for a USERPTR, the CPU address (mmap_offset) independently. So
+// memory goes through raw ioctls on the adapter's own /dev/kfd descriptor (kfd_fd.hpp; the
+// same KFD process as the thunk's):
 //
-//  1. userptr registration (implemented): hsaKmtRegisterMemoryWithFlags(va, size) makes a
-//     KFD userptr BO; KFD pins the pages with hmm_range_fault/GUP. That works where the
-//     grant mapping is backed by struct pages in an ordinary VMA: a PVH or HVM dom0 or
-//     driver domain (gntdev inserts ballooned pages with vm_map_pages_zero, VM_MIXEDMAP),
-//     and the xenhsa-sim tier (memfd pages).
-//  2. gntdev dma-buf export + KFD dma-buf import (TODO, returns EOPNOTSUPP): in a PV dom0
-//     gntdev maps grants through special PTEs (find_grant_ptes; VM_PFNMAP-like), which
-//     GUP/HMM refuse, so the userptr registration fails. The path there is
-//     IOCTL_GNTDEV_DMABUF_EXP_FROM_REFS on the MAP's grant refs, then importing the
-//     dma-buf fd with hsaKmtRegisterGraphicsHandleToNodes. It stays behind the same seam
-//     call: register_user() falls back to register_grant_dmabuf() when userptr is
-//     refused. Caveats for whoever implements it: thunk 5.2.3 first asks
-//     AMDKFD_IOC_GET_DMABUF_INFO, which only accepts amdgpu's own dma-bufs; it needs the
-//     MAP's grant refs, which this seam does not carry yet.
+//  - A PIN (a MAP's grant mapping at the guest's VA) is a USERPTR BO with va_addr ==
+//    mmap_offset == the guest VA. The kernel pins its pages with hmm_range_fault: that
+//    works where grant mappings are ordinary pages (a PVH or HVM dom0 or driver domain:
+//    gntdev maps ballooned pages with vm_map_pages_zero; and xenhsa-sim's memfd pages). In
+//    a PV dom0 gntdev maps grants with special PTEs, which the kernel may not pin: the
+//    USERPTR is refused (EFAULT), and guest memory the GPU reaches must be LEND pages there
+//    (the worker's own pages, mapped into the guest), which a USERPTR always pins.
+//  - An ALLOC is a VRAM BO (device-local) or a GTT BO at the guest VA, where the worker
+//    holds a PROT_NONE reservation; the kernel needs no CPU mapping of it.
+//  - A MAP_TO_GPU maps the BO on the nodes' GPUs; KFD has no read-only mapping of a
+//    writable BO (a read-only PIN makes a read-only BO from the start).
+// Not used: the gntdev dma-buf export (IOCTL_GNTDEV_DMABUF_EXP_FROM_REFS refuses a PV dom0,
+// and KFD imports foreign dma-bufs only from Linux 6.4, never through thunk 5.2.3).
 //
-// Mirroring: xenhsa needs GPU VA == worker VA == guest VA. ALLOC uses FixedAddress, so the
-// thunk places the BO at the guest's VA. For a userptr BO thunk 5.2.3 picks the GPU VA in
-// its own SVM aperture instead; map_to_gpu() checks AlternateVAGPU and fails with
-// EOPNOTSUPP (undoing the mapping) when the mirror does not hold, rather than hand out a
-// GPU address the guest does not know.
+// Queues: AQL through the thunk (it allocates the EOP buffer and context-save area and maps
+// the doorbells); SDMA with a raw CREATE_QUEUE on our descriptor, since the thunk
+// substitutes read/write pointers of its own for every type but AQL.
 //
 // Ids: HSA_QUEUEID and HsaEvent* are host pointers; they stay in private maps here and
 // the seam sees small counters (QueueId, EventId) only.
@@ -52,7 +53,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 #include <xenhsa/hsa/kfd_device.hpp>
+
+#include "kfd_fd.hpp"
 
 namespace xenhsa::hsa::kmt {
 
@@ -79,6 +83,9 @@ public:
     Result<void> map_to_gpu(Va va, uint64_t node_mask, bool read_only) override;
     Result<void> unmap_from_gpu(Va va) override;
 
+    bool supports_queue_type(QueueType type) noexcept override {
+        return type == QueueType::compute_aql || type == QueueType::sdma;
+    }
     Result<QueueId> create_queue(const QueueSpec& spec) override;
     Result<void> destroy_queue(QueueId queue) override;
     Result<void> ring_doorbell(QueueId queue, uint64_t value) override;
@@ -97,11 +104,14 @@ private:
 
     struct Memory {
         uint64_t size = 0;
-        bool user = false;
-        bool mapped = false;
+        uint64_t handle = 0;              // the KFD BO
+        bool user = false;                // a registration (USERPTR), not an allocation
+        std::vector<uint32_t> mapped_to;  // the gpu_ids it is mapped on
     };
     struct Queue {
-        HSA_QUEUEID id = 0;
+        HSA_QUEUEID id = 0;   // the thunk's (AQL)
+        uint32_t raw_id = 0;  // KFD's, for a queue made on our descriptor (SDMA)
+        bool raw = false;
         volatile uint64_t* doorbell = nullptr;
         uint32_t node = 0;
         bool faulted = false;
@@ -113,7 +123,10 @@ private:
 
     // The event `id` names; ENOENT for none. Takes mutex_.
     Result<Event> find_event(EventId id) const;
-    Result<void> register_grant_dmabuf(Va va, uint64_t size, bool read_only);
+    // The gpu_ids of the GPU nodes in `node_mask` (EINVAL: none, or a CPU node in it).
+    Result<std::vector<uint32_t>> gpu_ids(uint64_t node_mask) const;
+    Result<uint32_t> gpu_of(uint32_t node) const;
+    Result<void> release(Va va, bool user);  // FREE of an allocation or a registration
     Result<HsaNodeProperties> node_properties(uint32_t node);
     void start_fault_thread();
     void stop_fault_thread() noexcept;
@@ -128,6 +141,8 @@ private:
     QueueId next_queue_ = 1;
     EventId next_event_ = 1;
     HsaSystemProperties system_{};
+    std::map<uint32_t, uint32_t> gpus_;  // GPU node -> gpu_id (KFDGpuID), at least one
+    KfdFd kfd_;
 
     std::mutex fault_mutex_;
     FaultHandler fault_handler_;

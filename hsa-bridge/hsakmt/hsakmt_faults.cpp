@@ -94,11 +94,14 @@ void HsakmtDevice::fault_loop() noexcept {
         }
         if (poll_event(memory_event_)) {
             // The thunk copies the fault data into the event when a wait sees it signaled.
-            const HsaMemoryAccessFault fault = memory_event_->EventData.EventData.MemoryAccessFault;
+            // Its structs are packed: fields are copied out, never bound to references.
+            const HsaMemoryAccessFault& fault =
+                memory_event_->EventData.EventData.MemoryAccessFault;
+            const HSAuint32 node = fault.NodeId;
+            const HSAuint64 address = fault.VirtualAddress;
             hsaKmtResetEvent(memory_event_);
-            spdlog::warn("hsakmt: GPU memory fault on node {} at {:#x}", fault.NodeId,
-                         fault.VirtualAddress);
-            report_faults(false, fault.NodeId, fault.VirtualAddress);
+            spdlog::warn("hsakmt: GPU memory fault on node {} at {:#x}", node, address);
+            report_faults(false, node, address);
         }
         if (exception_event_ != nullptr && poll_event(exception_event_)) {
             hsaKmtResetEvent(exception_event_);

@@ -1,178 +1,151 @@
-// Memory over the thunk: allocation, registration, GPU mappings (paths and caveats:
-// hsakmt_device.hpp).
+// Memory at the guest's VA, on the adapter's own /dev/kfd descriptor (kfd_fd.hpp; why, and
+// which dom0 each path serves: hsakmt_device.hpp).
 #include <spdlog/spdlog.h>
 #include <xenhsa/proto/memory.h>
 
-#include <array>
+#include <vector>
 
 #include "hsakmt_device.hpp"
-#include "kmt_call.hpp"
 
 namespace xenhsa::hsa::kmt {
 
-namespace {
+Result<std::vector<uint32_t>> HsakmtDevice::gpu_ids(uint64_t node_mask) const {
+    std::vector<uint32_t> ids;
+    for (const auto& [node, gpu_id] : gpus_) {
+        if (node < 64 && (node_mask >> node & 1u) != 0) {
+            ids.push_back(gpu_id);
+            node_mask &= ~(uint64_t{1} << node);
+        }
+    }
+    if (ids.empty() || node_mask != 0) {
+        return errc(std::errc::invalid_argument);  // a CPU node, or none
+    }
+    return ids;
+}
 
-void* ptr(Va va) { return reinterpret_cast<void*>(va); }
-
-}  // namespace
+Result<uint32_t> HsakmtDevice::gpu_of(uint32_t node) const {
+    auto it = gpus_.find(node);
+    if (it == gpus_.end()) {
+        return errc(std::errc::invalid_argument);
+    }
+    return it->second;
+}
 
 Result<void> HsakmtDevice::alloc(uint32_t node, Va va, uint64_t size, uint32_t flags) {
     const bool device_local = (flags & XENHSA_ALLOC_DEVICE_LOCAL) != 0;
-    HsaMemFlags mem{};
-    mem.ui32.FixedAddress = 1;  // at the guest's VA: xenhsa mirrors
-    mem.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-    mem.ui32.NonPaged = 1;
-    mem.ui32.HostAccess = device_local ? 0 : 1;
-    mem.ui32.NoSubstitute = device_local ? 1 : 0;
-    mem.ui32.ExecuteAccess = (flags & XENHSA_ALLOC_EXECUTABLE) != 0 ? 1 : 0;
-    mem.ui32.CoarseGrain = (flags & XENHSA_ALLOC_COARSE_GRAIN) != 0 ? 1 : 0;
-    mem.ui32.ReadOnly = (flags & XENHSA_ALLOC_READ_ONLY) != 0 ? 1 : 0;
-    if ((flags & XENHSA_ALLOC_UNCACHED) != 0) {
-        mem.ui32.Uncached = 1;
-        mem.ui32.CachePolicy = HSA_CACHING_NONCACHED;
+    // System memory is GTT of the first GPU; VRAM is the node's. Either at the guest's VA
+    // (the worker holds a PROT_NONE reservation there; the kernel needs no CPU mapping).
+    auto gpu = device_local ? gpu_of(node) : gpu_of(gpus_.begin()->first);
+    if (!gpu) {
+        return gpu.error();
     }
-    void* address = ptr(va);
-    if (auto e =
-            call([&] { return hsaKmtAllocMemory(device_local ? node : 0, size, mem, &address); })) {
-        return e;
-    }
-    if (reinterpret_cast<Va>(address) != va) {
-        hsaKmtFreeMemory(address, size);
-        spdlog::error("hsakmt: FixedAddress allocation landed at {} instead of {:#x}", address, va);
-        return errc(std::errc::bad_address);
+    BoFlags bo;
+    bo.kind = device_local ? BoKind::vram : BoKind::gtt;
+    bo.writable = (flags & XENHSA_ALLOC_READ_ONLY) == 0;
+    bo.executable = (flags & XENHSA_ALLOC_EXECUTABLE) != 0;
+    bo.coherent = (flags & XENHSA_ALLOC_COARSE_GRAIN) == 0;
+    bo.uncached = (flags & XENHSA_ALLOC_UNCACHED) != 0;
+    auto handle = kfd_.alloc(gpu.value(), va, size, bo);
+    if (!handle) {
+        return handle.error();
     }
     std::lock_guard lock(mutex_);
-    memory_[va] = Memory{size, false, false};
+    memory_[va] = Memory{size, handle.value(), false, {}};
     return boost::outcome_v2::success();
 }
 
-Result<void> HsakmtDevice::free(Va va) {
-    std::unique_lock lock(mutex_);
-    auto it = memory_.find(va);
-    if (it == memory_.end() || it->second.user) {
-        return errc(std::errc::no_such_file_or_directory);
-    }
-    if (it->second.mapped) {
-        return errc(std::errc::device_or_resource_busy);
-    }
-    const uint64_t size = it->second.size;
-    lock.unlock();
-    if (auto e = call([&] { return hsaKmtFreeMemory(ptr(va), size); })) {
-        return e;
-    }
-    lock.lock();
-    memory_.erase(va);
-    return boost::outcome_v2::success();
-}
+Result<void> HsakmtDevice::free(Va va) { return release(va, false); }
 
 Result<void> HsakmtDevice::register_user(Va va, uint64_t size, bool read_only) {
-    HsaMemFlags mem{};
-    mem.ui32.HostAccess = 1;  // the thunk wants HostAccess and pageable memory for userptr
-    mem.ui32.NonPaged = 0;
-    mem.ui32.ReadOnly = read_only ? 1 : 0;
-    mem.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-    if (auto e = call([&] { return hsaKmtRegisterMemoryWithFlags(ptr(va), size, mem); })) {
-        // Not pinnable through userptr (a PV dom0's grant mapping): the dma-buf path.
-        if (e == std::errc::bad_address || e == std::errc::operation_not_permitted ||
-            e == std::errc::invalid_argument) {
+    BoFlags bo;
+    bo.kind = BoKind::userptr;
+    bo.writable = !read_only;
+    bo.executable = true;
+    auto handle = kfd_.alloc(gpus_.begin()->second, va, size, bo);
+    if (!handle) {
+        if (handle.error() == std::errc::bad_address) {
+            // hmm_range_fault refused the pages: in a PV dom0 gntdev maps grants with
+            // special PTEs (docs/real-hardware.md). Guest memory the GPU reaches must be
+            // LEND pages there, which are the worker's own.
             spdlog::warn(
-                "hsakmt: userptr registration of {:#x}+{:#x} refused ({}); trying "
-                "the grant dma-buf path",
-                va, size, e.message());
-            return register_grant_dmabuf(va, size, read_only);
+                "hsakmt: the kernel cannot pin {:#x}+{:#x} for the GPU (EFAULT: a grant "
+                "mapping in a PV dom0?)",
+                va, size);
         }
-        return e;
+        return handle.error();
     }
     std::lock_guard lock(mutex_);
-    memory_[va] = Memory{size, true, false};
+    memory_[va] = Memory{size, handle.value(), true, {}};
     return boost::outcome_v2::success();
 }
 
-// TODO(issue #5): export the MAP's grant refs as a dma-buf (IOCTL_GNTDEV_DMABUF_EXP_FROM_REFS)
-// and import it with hsaKmtRegisterGraphicsHandleToNodes. Needs the grant refs, which the
-// seam does not pass yet, and a thunk whose dma-buf import accepts foreign dma-bufs.
-Result<void> HsakmtDevice::register_grant_dmabuf(Va va, uint64_t size, bool) {
-    spdlog::error("hsakmt: grant dma-buf import of {:#x}+{:#x} is not implemented", va, size);
-    return errc(std::errc::operation_not_supported);
-}
+Result<void> HsakmtDevice::deregister_user(Va va) { return release(va, true); }
 
-Result<void> HsakmtDevice::deregister_user(Va va) {
+Result<void> HsakmtDevice::release(Va va, bool user) {
+    uint64_t handle = 0;
     {
         std::lock_guard lock(mutex_);
         auto it = memory_.find(va);
-        if (it == memory_.end() || !it->second.user) {
+        if (it == memory_.end() || it->second.user != user) {
             return errc(std::errc::no_such_file_or_directory);
         }
-        if (it->second.mapped) {
+        if (!it->second.mapped_to.empty()) {
             return errc(std::errc::device_or_resource_busy);
         }
+        handle = it->second.handle;
     }
-    if (auto e = call([&] { return hsaKmtDeregisterMemory(ptr(va)); })) {
-        return e;
+    if (auto r = kfd_.free(handle); !r) {
+        return r.error();
     }
     std::lock_guard lock(mutex_);
     memory_.erase(va);
     return boost::outcome_v2::success();
 }
 
-Result<void> HsakmtDevice::map_to_gpu(Va va, uint64_t node_mask, bool read_only) {
-    uint64_t size = 0;
+// KFD has no read-only mapping of a writable BO: a read-only PIN is a read-only BO from
+// registration on (register_user), so read_only here adds nothing.
+Result<void> HsakmtDevice::map_to_gpu(Va va, uint64_t node_mask, bool /*read_only*/) {
+    auto ids = gpu_ids(node_mask);
+    if (!ids) {
+        return ids.error();
+    }
+    uint64_t handle = 0;
     {
         std::lock_guard lock(mutex_);
         auto it = memory_.find(va);
         if (it == memory_.end()) {
             return errc(std::errc::no_such_file_or_directory);
         }
-        if (it->second.mapped) {
+        if (!it->second.mapped_to.empty()) {
             return errc(std::errc::device_or_resource_busy);
         }
-        size = it->second.size;
+        handle = it->second.handle;
     }
-    std::array<HSAuint32, 64> nodes{};
-    HSAuint64 count = 0;
-    for (uint32_t n = 0; n < 64; ++n) {
-        if ((node_mask >> n & 1u) != 0) {
-            nodes[count++] = n;
-        }
-    }
-    if (count == 0) {
-        return errc(std::errc::invalid_argument);
-    }
-    HsaMemMapFlags map{};
-    map.ui32.ReadOnly = read_only ? 1 : 0;
-    map.ui32.PageSize = HSA_PAGE_SIZE_4KB;
-    HSAuint64 gpu_va = 0;
-    if (auto e = call([&] {
-            return hsaKmtMapMemoryToGPUNodes(ptr(va), size, &gpu_va, map, count, nodes.data());
-        })) {
-        return e;
-    }
-    if (gpu_va != 0 && gpu_va != va) {
-        hsaKmtUnmapMemoryToGPU(ptr(va));
-        spdlog::error(
-            "hsakmt: GPU VA {:#x} of {:#x} breaks the mirror; this thunk maps "
-            "userptr memory in its own aperture",
-            gpu_va, va);
-        return errc(std::errc::operation_not_supported);
+    if (auto r = kfd_.map(handle, ids.value()); !r) {
+        return r.error();
     }
     std::lock_guard lock(mutex_);
-    memory_[va].mapped = true;
+    memory_[va].mapped_to = std::move(ids).value();
     return boost::outcome_v2::success();
 }
 
 Result<void> HsakmtDevice::unmap_from_gpu(Va va) {
+    uint64_t handle = 0;
+    std::vector<uint32_t> ids;
     {
         std::lock_guard lock(mutex_);
         auto it = memory_.find(va);
-        if (it == memory_.end() || !it->second.mapped) {
+        if (it == memory_.end() || it->second.mapped_to.empty()) {
             return errc(std::errc::no_such_file_or_directory);
         }
+        handle = it->second.handle;
+        ids = it->second.mapped_to;
     }
-    if (auto e = call([&] { return hsaKmtUnmapMemoryToGPU(ptr(va)); })) {
-        return e;  // EBUSY from kernels >= 6.12 while a queue uses it
+    if (auto r = kfd_.unmap(handle, ids); !r) {
+        return r.error();  // EBUSY from kernels >= 6.12 while a queue uses it
     }
     std::lock_guard lock(mutex_);
-    memory_[va].mapped = false;
+    memory_[va].mapped_to.clear();
     return boost::outcome_v2::success();
 }
 

@@ -7,6 +7,7 @@
 #include <new>
 
 #include "hsakmt_device.hpp"
+#include "kfd_gpu_ids.hpp"
 #include "kmt_call.hpp"
 
 namespace xenhsa::hsa {
@@ -74,7 +75,29 @@ Result<std::unique_ptr<KfdDevice>> HsakmtDevice::open(std::string* message) {
         return fail(message, hsakmt_status_error(static_cast<int>(s)),
                     "hsaKmtAcquireSystemProperties failed: " + describe(s));
     }
-    spdlog::info("hsakmt: /dev/kfd open, {} topology nodes", device->system_.NumNodes);
+    const auto gpu_ids = gpu_ids_by_render_minor();
+    for (uint32_t node = 0; node < device->system_.NumNodes; ++node) {
+        HsaNodeProperties props{};
+        if (hsaKmtGetNodeProperties(node, &props) == HSAKMT_STATUS_SUCCESS &&
+            props.NumFComputeCores != 0) {
+            if (auto it = gpu_ids.find(props.DrmRenderMinor); it != gpu_ids.end()) {
+                device->gpus_.emplace(node, it->second);
+            }
+        }
+    }
+    if (device->gpus_.empty()) {
+        return fail(message, errc(std::errc::no_such_device),
+                    "the KFD lists no GPU node (a CPU-only topology)");
+    }
+    // Memory at the guest's VA and SDMA queues go through a descriptor of our own.
+    auto kfd = KfdFd::open();
+    if (!kfd) {
+        return fail(message, kfd.error(),
+                    "cannot open /dev/kfd a second time: " + kfd.error().message());
+    }
+    device->kfd_ = std::move(kfd).value();
+    spdlog::info("hsakmt: /dev/kfd open, {} topology nodes, {} GPU", device->system_.NumNodes,
+                 device->gpus_.size());
     return std::unique_ptr<KfdDevice>(std::move(device));
 }
 
@@ -89,10 +112,17 @@ HsakmtDevice::~HsakmtDevice() {
 // What a context left behind, in teardown order: queues, events, GPU mappings, memory.
 void HsakmtDevice::release_everything() noexcept {
     std::lock_guard lock(mutex_);
-    for (auto& entry : queues_) {
-        const auto queue_id = entry.second.id;  // not a structured binding: captured below
-        if (auto e = call([&] { return hsaKmtDestroyQueue(queue_id); })) {
-            spdlog::error("hsakmt: destroying queue {} at close: {}", entry.first, e.message());
+    for (auto& [id, queue] : queues_) {
+        std::error_code e;
+        if (queue.raw) {
+            auto r = kfd_.destroy_queue(queue.raw_id);
+            e = r ? std::error_code() : r.error();
+        } else {
+            const auto thunk_id = queue.id;
+            e = call([&] { return hsaKmtDestroyQueue(thunk_id); });
+        }
+        if (e) {
+            spdlog::error("hsakmt: destroying queue {} at close: {}", id, e.message());
         }
     }
     queues_.clear();
@@ -101,16 +131,12 @@ void HsakmtDevice::release_everything() noexcept {
     }
     events_.clear();
     for (auto& [va, mem] : memory_) {
-        if (mem.mapped) {
-            hsaKmtUnmapMemoryToGPU(reinterpret_cast<void*>(va));
+        if (!mem.mapped_to.empty()) {
+            (void)kfd_.unmap(mem.handle, mem.mapped_to);
         }
     }
     for (auto& [va, mem] : memory_) {
-        if (mem.user) {
-            hsaKmtDeregisterMemory(reinterpret_cast<void*>(va));
-        } else {
-            hsaKmtFreeMemory(reinterpret_cast<void*>(va), mem.size);
-        }
+        (void)kfd_.free(mem.handle);
     }
     memory_.clear();
 }

@@ -11,10 +11,9 @@ namespace xenhsa::hsa::soft {
 
 namespace {
 
-// kernel_object values: opaque, nonzero, 64-byte steps like real kernel descriptors,
-// and far from anything a guest would take for a pointer it owns.
-constexpr uint64_t kKernelObjectBase = 0x584e'4b00'0000'0000ull;  // "XNK"
-constexpr uint64_t kKernelObjectStep = 64;
+// kernel_object values: builtin_kernels.h.
+constexpr uint64_t kKernelObjectBase = XENHSA_BUILTIN_KERNEL_OBJECT(0);
+constexpr uint64_t kKernelObjectStep = XENHSA_BUILTIN_KERNEL_OBJECT(1) - kKernelObjectBase;
 
 template <class Args>
 Args load(std::span<const std::byte> kernarg) noexcept {

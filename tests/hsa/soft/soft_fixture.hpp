@@ -11,12 +11,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
+#include <xenhsa/hsa/hsakmt_device.hpp>
 #include <xenhsa/hsa/soft_agent.hpp>
 #include <xenhsa/hsa/soft_testing/aql_producer.hpp>
 
@@ -66,16 +69,50 @@ private:
     std::vector<GpuFault> faults_;
 };
 
+// With XENHSA_TEST_DEVICE=kfd (ctest's label kfd) the tests run on the libhsakmt adapter
+// over Debian's libhsakmt and the KFD shim, which ctest preloads into the test.
+inline bool on_kfd() {
+    const char* device = std::getenv("XENHSA_TEST_DEVICE");
+    return device != nullptr && std::string_view(device) == "kfd";
+}
+
+inline std::unique_ptr<KfdDevice> device_under_test(const SoftAgentOptions& options) {
+    if (!on_kfd()) {
+        return make_soft_agent(options);
+    }
+    std::string message;
+    auto device = open_hsakmt_device(&message);
+    if (!device) {
+        fail("open_hsakmt_device: " + message);
+    }
+    return std::move(device).value();
+}
+
 class SoftAgentTest : public ::testing::Test {
 protected:
-    explicit SoftAgentTest(SoftAgentOptions options = {}) : device_(make_soft_agent(options)) {
+    explicit SoftAgentTest(SoftAgentOptions options = {}) : device_(device_under_test(options)) {
         device_->set_fault_handler(log_.handler());
     }
 
     KfdDevice& device() { return *device_; }
     FaultLog& log() { return log_; }
 
-    uint64_t kernel_object(const char* name) { return find_builtin(*device_, name).kernel_object; }
+    // A KFD reports no built-in kernels: the shim's GPU runs them at their documented
+    // kernel_object values (builtin_kernels.h).
+    uint64_t kernel_object(const char* name) {
+        if (!on_kfd()) {
+            return find_builtin(*device_, name).kernel_object;
+        }
+        const char* names[] = {XENHSA_KERNEL_NAME_FILL,       XENHSA_KERNEL_NAME_COPY,
+                               XENHSA_KERNEL_NAME_VECTOR_ADD, XENHSA_KERNEL_NAME_SAXPY,
+                               XENHSA_KERNEL_NAME_CHECKSUM,   XENHSA_KERNEL_NAME_OOB_READ};
+        for (int i = 0; i < XENHSA_KERNEL_COUNT_; ++i) {
+            if (std::string_view(names[i]) == name) {
+                return XENHSA_BUILTIN_KERNEL_OBJECT(i);
+            }
+        }
+        fail(std::string("no built-in kernel ") + name);
+    }
 
     EventId make_event(bool manual_reset = false, bool signaled = false) {
         EventSpec spec;

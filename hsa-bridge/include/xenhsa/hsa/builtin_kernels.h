@@ -41,6 +41,12 @@ enum xenhsa_builtin_kernel {
     XENHSA_KERNEL_COUNT_ = 6
 };
 
+/* The kernel_object the software GPU runs built-in `index` as: opaque, nonzero, 64-byte
+ * steps like real kernel descriptors, far from any pointer a guest owns. QUERY KERNEL
+ * reports it; the KFD shim's emulated GPU (tests/kfd_shim), which has no QUERY, runs the
+ * same kernels at the same values. */
+#define XENHSA_BUILTIN_KERNEL_OBJECT(index) (0x584e4b0000000000ull + 64ull * (uint64_t)(index))
+
 #define XENHSA_KERNEL_NAME_FILL "fill"
 #define XENHSA_KERNEL_NAME_COPY "copy"
 #define XENHSA_KERNEL_NAME_VECTOR_ADD "vector_add"
