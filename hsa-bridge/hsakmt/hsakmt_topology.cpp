@@ -70,7 +70,14 @@ Result<xenhsa_mem_bank> HsakmtDevice::mem_bank(uint32_t node, uint32_t index) {
     if (!bank) {
         return bank.error();
     }
-    return convert_mem_bank(bank.value());
+    xenhsa_mem_bank out = convert_mem_bank(bank.value());
+    // A guest never reaches the backend's VRAM with its CPU (it is not shared with it): a
+    // large BAR's public frame buffer is private to the guest, so that ROCr there does not
+    // ask for device memory with host access, which the guest library must refuse.
+    if (out.heap_type == XENHSA_HEAP_FB_PUBLIC) {
+        out.heap_type = XENHSA_HEAP_FB_PRIVATE;
+    }
+    return out;
 }
 
 Result<xenhsa_cache> HsakmtDevice::cache(uint32_t node, uint32_t index) {

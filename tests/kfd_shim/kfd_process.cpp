@@ -166,14 +166,12 @@ int KfdProcess::set_memory_policy(void* arg) {
     return err;
 }
 
-// kfd_ioctl_get_clock_counters: the GPU's counter, CLOCK_MONOTONIC_RAW and BOOTTIME in ns.
+// kfd_ioctl_get_clock_counters: the GPU's counter (0 for a node without a GPU, such as the
+// CPU's, which ROCr asks for the system clock), CLOCK_MONOTONIC_RAW and BOOTTIME in ns.
 int KfdProcess::get_clock_counters(void* arg) {
     auto& a = *static_cast<kfd_ioctl_get_clock_counters_args*>(arg);
-    if (a.gpu_id != kGpuId) {
-        return EINVAL;
-    }
     const auto clock = gpu_->clock(hsa::kSoftGpuNode);
-    a.gpu_clock_counter = clock ? clock.value().gpu_clock_counter : 0;
+    a.gpu_clock_counter = a.gpu_id == kGpuId && clock ? clock.value().gpu_clock_counter : 0;
     a.cpu_clock_counter = now_ns(CLOCK_MONOTONIC_RAW);
     a.system_clock_counter = now_ns(CLOCK_BOOTTIME);
     a.system_clock_freq = 1000000000ull;

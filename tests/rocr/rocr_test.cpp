@@ -138,9 +138,20 @@ TEST_F(Rocr, RocminfoListsTheGpuAgentQueryReports) {
     const auto fields = gpu_agent_fields(g.run.out);
     ASSERT_FALSE(fields.empty()) << "no GPU agent in rocminfo's listing:\n" << g.run.out;
 
-    const std::string amd_name = word_value(gpu, "amd-name").value_or("?");
+    // ROCr names the agent by its ISA: gfx<major><minor><stepping, hex> of the engine id
+    // (HsaEngineId: ucode 10 bits, major 6, minor 8, stepping 8).
+    const uint64_t engine = std::stoull(word_value(gpu, "engine-id").value_or("0"), nullptr, 16);
+    std::ostringstream isa;
+    isa << "gfx" << ((engine >> 10) & 0x3f) << ((engine >> 16) & 0xff) << std::hex
+        << ((engine >> 24) & 0xff);
+    const std::string amd_name = isa.str();
     ASSERT_TRUE(fields.count("Name"));
     EXPECT_EQ(fields.at("Name").front(), amd_name);
+    ASSERT_TRUE(fields.count("Marketing Name"));
+    const auto name = gpu.find("name=\"");
+    ASSERT_NE(name, std::string::npos) << gpu;
+    EXPECT_EQ(fields.at("Marketing Name").front(),
+              gpu.substr(name + 6, gpu.find('"', name + 6) - name - 6));
     ASSERT_TRUE(fields.count("Compute Unit"));
     EXPECT_EQ(fields.at("Compute Unit").front(), word_value(gpu, "cus").value_or("?"));
     ASSERT_TRUE(fields.count("Name") && fields.at("Name").size() >= 2) << "no ISA name";

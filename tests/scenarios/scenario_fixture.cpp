@@ -18,12 +18,21 @@ namespace xenhsa::testing::scenarios {
 
 void ScenarioTest::SetUp() {
     sim_.emplace(SimInstance::start());
+    gpu_ = backend_gpu(sim_->dir());
+    // The guests this test starts find the emulated GPU's built-in kernels here.
+    for (const std::string& variable : builtin_kernel_env(gpu_)) {
+        const auto equals = variable.find('=');
+        ::setenv(variable.substr(0, equals).c_str(), variable.substr(equals + 1).c_str(), 1);
+    }
     start_backend();
 }
 
 pid_t ScenarioTest::launch_backend(const std::vector<std::string>& command) {
-    // sh execs the backend with its stderr in a file: the same process, its log kept.
-    std::vector<std::string> args{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>>" + log_path()};
+    // sh execs the backend with its stderr in a file: the same process, its log kept. The
+    // GPU's variables reach the backend only (env sets them): a preloaded shim built with a
+    // sanitizer would not start in sh.
+    std::vector<std::string> args{"/bin/sh", "-c", "exec env \"$@\" 2>>" + log_path(), "sh"};
+    args.insert(args.end(), gpu_.env.begin(), gpu_.env.end());
     args.insert(args.end(), command.begin(), command.end());
     return spawn(args);
 }
@@ -33,7 +42,7 @@ void ScenarioTest::start_backend() {
     const std::string socket = (sim_->dir() / "backend.sock").string();
     std::filesystem::remove(socket);  // a crashed backend's
     backend_ = std::make_unique<Process>(launch_backend(with_backend_test_args(
-        {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", "soft", "--log-level", "warn"})));
+        {XENHSA_BACKEND_BINARY, "--sim-dir", dir, "--gpu", gpu_.mode, "--log-level", "warn"})));
     ASSERT_GT(backend_->pid(), 0);
     std::optional<int> ended;
     ASSERT_TRUE(eventually([&] {

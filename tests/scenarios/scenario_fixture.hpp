@@ -1,4 +1,5 @@
-// A real xenhsa-sim daemon and a real `xenhsa-backend --gpu soft` per test, and
+// A real xenhsa-sim daemon and a real `xenhsa-backend --gpu soft` per test (or `--gpu kfd`
+// over the KFD shim: XENHSA_TEST_GPU, backend_gpu.hpp), and
 // `xenhsa-guest --sim-dir DIR <scenario>` processes against them (each creates its own
 // domain and plugs its device as the toolstack would). The backend's view comes from
 // `xenhsa-ctl status --json`. At the end the guests are killed first, then the backend
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <backend_gpu.hpp>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -61,6 +63,8 @@ protected:
     std::string status_text();
 
     SimInstance& sim() { return *sim_; }
+    // The GPU the backend runs on (XENHSA_TEST_GPU: backend_gpu.hpp).
+    [[nodiscard]] const BackendGpu& gpu() const { return gpu_; }
     // Starts the backend on the sim and waits for its control socket (SetUp does).
     void start_backend();
     // SIGKILLs the backend's supervisor, as a crash would.
@@ -81,6 +85,7 @@ private:
     std::vector<std::string> guest_args(const std::vector<std::string>& scenario) const;
 
     std::optional<SimInstance> sim_;
+    BackendGpu gpu_;
     std::unique_ptr<Process> backend_;
 };
 

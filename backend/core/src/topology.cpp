@@ -33,6 +33,19 @@ Reply answer(const hsa::Result<Wire>& result, const xenhsa_query_req& req, uint3
     return chunk_of(result.value(), req, seqno);
 }
 
+// Since Linux 5.14 a dGPU's node says local_mem_size 0: its memory is in its banks.
+bool has_frame_buffer(hsa::KfdDevice& device, uint32_t node, const xenhsa_node_props& props) {
+    for (uint32_t i = 0; i < props.num_memory_banks; ++i) {
+        auto bank = device.mem_bank(node, i);
+        if (bank && bank.value().size_bytes != 0 &&
+            (bank.value().heap_type == XENHSA_HEAP_FB_PRIVATE ||
+             bank.value().heap_type == XENHSA_HEAP_FB_PUBLIC)) {
+            return true;
+        }
+    }
+    return false;
+}
+
 }  // namespace
 
 Topology::Topology(hsa::KfdDevice* device) : device_(device) {
@@ -56,7 +69,7 @@ Topology::Topology(hsa::KfdDevice* device) : device_(device) {
         if (nodes_[n].num_fcompute_cores != 0) {
             gpu_mask_ |= uint64_t{1} << n;
         }
-        if (nodes_[n].local_mem_size != 0) {
+        if (nodes_[n].local_mem_size != 0 || has_frame_buffer(*device_, n, nodes_[n])) {
             local_mem_mask_ |= uint64_t{1} << n;
         }
     }

@@ -66,6 +66,9 @@ constexpr const char* kAllowed[] = {
     "memfd_create",
     "msync",
     "mincore",
+    // the KFD thunk binds the host memory it allocates to the GPU's NUMA node (libnuma)
+    "mbind",
+    "get_mempolicy",
     // time
     "clock_gettime",
     "clock_getres",
@@ -171,6 +174,14 @@ std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t&
         }
     }
 #endif
+    // The KFD thunk removes its counters' shared memory and semaphore when it closes
+    // (shm_unlink, sem_unlink) and goes on when it cannot: a worker removes no file.
+    for (const int nr : {SCMP_SYS(unlink), SCMP_SYS(unlinkat)}) {
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ERRNO(EACCES), nr, 0);
+            rc != 0 && rc != -EDOM) {
+            return failed("unlink", rc);
+        }
+    }
     // Every thread of the worker under this filter, should one exist already (confinement
     // refuses to start with more than one, as the rest of it is per thread).
     if (const int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {

@@ -55,7 +55,7 @@ hsa::Result<xenhsa_node_props> RecordingKfd::node(uint32_t node) {
         p.num_memory_banks = 2;
         p.num_caches = 1;
         p.num_io_links = 1;
-        p.local_mem_size = 1ull << 30;
+        p.local_mem_size = 0;  // as Linux >= 5.14 reports a dGPU: its memory is in its banks
         std::memset(p.marketing_name, 'M', sizeof p.marketing_name);  // not terminated
         std::memset(p.amd_name, 'A', sizeof p.amd_name);
     } else {
