@@ -24,7 +24,9 @@ void CallLog::line(std::string_view text) noexcept {
         return;
     }
     try {
-        std::string out = std::to_string(seq_.fetch_add(1) + 1) + ' ';
+        // The pid first: every worker of a backend writes to the same file.
+        std::string out =
+            std::to_string(::getpid()) + ' ' + std::to_string(seq_.fetch_add(1) + 1) + ' ';
         out += text;
         out += '\n';
         (void)!::write(fd_, out.data(), out.size());

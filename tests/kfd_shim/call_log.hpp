@@ -3,10 +3,10 @@
 // with one write(2) to $XENHSA_KFD_SHIM_LOG (opened when the library loads, before any
 // confinement), so that tests can read the order a real kernel would see:
 //
-//   <seq> kfd <IOCTL> <key>=<value> ... -> ok|<errno name> [<key>=<value> ...]
-//   <seq> drm <IOCTL> ... -> ...
-//   <seq> munmap addr=0x... size=0x... [grant] [evicts=<handles>]
-//   <seq> close kfd bos=N [held=KIND:0xva|KIND:signal-page,...] queues=N events=N
+//   <pid> <seq> kfd <IOCTL> <key>=<value> ... -> ok|<errno name> [<key>=<value> ...]
+//   <pid> <seq> drm <IOCTL> ... -> ...
+//   <pid> <seq> munmap addr=0x... size=0x... [grant] [evicts=<handles>]
+//   <pid> <seq> close kfd bos=N [held=KIND:0xva|KIND:signal-page,...] queues=N events=N
 #ifndef XENHSA_TESTS_KFD_SHIM_CALL_LOG_HPP
 #define XENHSA_TESTS_KFD_SHIM_CALL_LOG_HPP
 
@@ -20,7 +20,7 @@ class CallLog {
 public:
     void open_from_env() noexcept;
     [[nodiscard]] bool on() const noexcept { return fd_ >= 0; }
-    // Writes "<seq> <text>\n".
+    // Writes "<pid> <seq> <text>\n".
     void line(std::string_view text) noexcept;
 
 private:

@@ -87,14 +87,15 @@ int KfdProcess::ioctl(unsigned long request, void* arg) {
             command = &c;
         }
     }
-    if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE || command == nullptr || arg == nullptr) {
+    alignas(8) unsigned char args[256] = {};
+    if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE || command == nullptr || arg == nullptr ||
+        command->size > sizeof args) {
         call_log().line("kfd " + hex(nr) + " (not emulated) -> EINVAL");
         return EINVAL;
     }
     // As kfd_ioctl: the caller's bytes in, zero-extended to the kernel's size, and the
     // caller's size back out.
     const size_t user_size = _IOC_SIZE(request);
-    alignas(8) unsigned char args[256] = {};
     std::memcpy(args, arg, std::min(user_size, command->size));
     const int err = (this->*command->handler)(args);
     if (err == 0 && (_IOC_DIR(request) & _IOC_READ) != 0) {
