@@ -57,9 +57,9 @@ EmbeddedServices::EmbeddedServices(const std::filesystem::path& bin_dir, const S
         sim.insert(sim.end(), extra.sim.begin(), extra.sim.end());
         start(bin_dir / "xenhsa-sim", sim, dir_ / "xenhsa-sim.sock");
         std::vector<std::string> backend{"--sim-dir", dir_.string(), "--gpu",
-                                         "soft",      "--log-level", "warn"};
+                                         extra.gpu,   "--log-level", "warn"};
         backend.insert(backend.end(), extra.backend.begin(), extra.backend.end());
-        start(bin_dir / "xenhsa-backend", backend, dir_ / "backend.sock");
+        start(bin_dir / "xenhsa-backend", backend, dir_ / "backend.sock", extra.backend_env);
     } catch (...) {
         stop();
         throw;
@@ -70,7 +70,8 @@ EmbeddedServices::~EmbeddedServices() { stop(); }
 
 void EmbeddedServices::start(const std::filesystem::path& binary,
                              const std::vector<std::string>& args,
-                             const std::filesystem::path& socket) {
+                             const std::filesystem::path& socket,
+                             const std::vector<std::string>& env) {
     std::vector<std::string> storage{binary.string()};
     storage.insert(storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
@@ -85,8 +86,17 @@ void EmbeddedServices::start(const std::filesystem::path& binary,
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
                                      O_WRONLY | O_CREAT | O_APPEND, 0600);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+    std::vector<std::string> env_storage(env);
+    std::vector<char*> envp;
+    for (auto& e : env_storage) {
+        envp.push_back(e.data());
+    }
+    for (char** e = environ; *e != nullptr; ++e) {
+        envp.push_back(*e);
+    }
+    envp.push_back(nullptr);
     pid_t pid = -1;
-    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
         throw std::system_error(rc, std::generic_category(), "spawn " + binary.string());

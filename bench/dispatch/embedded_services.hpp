@@ -1,5 +1,5 @@
 // The embedded hypervisor and the backend as separate processes, as script/demo runs
-// them: `xenhsa-sim` and `xenhsa-backend --gpu soft` in a fresh temp dir, stopped
+// them: `xenhsa-sim` and `xenhsa-backend --gpu soft` (or another GPU) in a fresh temp dir, stopped
 // (SIGTERM, reaped) and removed at the end. Extra command-line arguments for either (e.g.
 // the sim's --grant-frames, the backend's --max-guests) may be passed at construction.
 #ifndef XENHSA_BENCH_EMBEDDED_SERVICES_HPP
@@ -13,10 +13,13 @@
 
 namespace xenhsa::bench {
 
-// Appended to each service's own arguments.
+// Appended to each service's own arguments; the backend's GPU (--gpu) and what its
+// environment adds (K=V, before the inherited one: e.g. the KFD shim preloaded).
 struct ServiceArgs {
     std::vector<std::string> sim;
     std::vector<std::string> backend;
+    std::string gpu = "soft";
+    std::vector<std::string> backend_env;
 };
 
 class EmbeddedServices {
@@ -36,7 +39,7 @@ public:
 
 private:
     void start(const std::filesystem::path& binary, const std::vector<std::string>& args,
-               const std::filesystem::path& socket);
+               const std::filesystem::path& socket, const std::vector<std::string>& env = {});
     void stop() noexcept;
 
     std::filesystem::path dir_;

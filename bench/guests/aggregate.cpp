@@ -115,8 +115,9 @@ AggregateRound measure_guests(const EmbeddedServices& services, uint32_t count,
 void run_aggregate(const std::filesystem::path& bin_dir, const AggregateOptions& options) {
     const uint32_t most = *std::max_element(options.guests.begin(), options.guests.end());
     // Room for a set of guests while the previous set's slots are still being freed.
-    EmbeddedServices services(
-        bin_dir, ServiceArgs{{}, {"--max-guests", std::to_string(std::max(16u, 2 * most))}});
+    ServiceArgs args;
+    args.backend = {"--max-guests", std::to_string(std::max(16u, 2 * most))};
+    EmbeddedServices services(bin_dir, args);
     PacketLoopPath loop;
     BenchConfig loop_config;
     loop_config.batch = options.batch;

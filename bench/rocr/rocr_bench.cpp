@@ -13,17 +13,24 @@
 //   idle_worker_cpu_share=<the backend's CPU share while a ROCm program with live AQL and
 //     SDMA queues idles: what noticing doorbell stores without kicks costs; 1.0 would be
 //     a core spinning>
+//   rocr_kfd_latency_ratio=<rocr_kfd_active p50 / rocr_active p50: the host path, Debian's
+//     libhsakmt over the KFD shim in the workers, against the software GPU's; printed when
+//     the shim was built (the release preset with its tests)>
+//   rocr_kfd_latency_vs_eventfd=<rocr_kfd_active p50 / eventfd round trip>
 //   rocr_dispatch_ratio=<rocr_active dispatch_per_s / guest_library dispatch_per_s>   (last)
 #include <spawn.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <xenhsa/hsa/builtin_kernels.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -244,6 +251,37 @@ double idle_worker_cpu_share(const std::filesystem::path& bin_dir, const Embedde
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+// The backend on `--gpu kfd` with the KFD shim preloaded (built beside the binaries, in
+// lib/), and the guest able to run the shim GPU's built-in kernels; nullopt without the shim.
+std::optional<ServiceArgs> kfd_backend(const std::filesystem::path& bin_dir) {
+    const auto shim = bin_dir.parent_path() / "lib" / "libxenhsa-test-kfd-shim.so";
+    if (!std::filesystem::exists(shim)) {
+        return std::nullopt;
+    }
+    const char* names[] = {XENHSA_KERNEL_NAME_FILL,       XENHSA_KERNEL_NAME_COPY,
+                           XENHSA_KERNEL_NAME_VECTOR_ADD, XENHSA_KERNEL_NAME_SAXPY,
+                           XENHSA_KERNEL_NAME_CHECKSUM,   XENHSA_KERNEL_NAME_OOB_READ};
+    for (int i = 0; i < XENHSA_KERNEL_COUNT_; ++i) {
+        std::string name = "XENHSA_KERNEL_";
+        for (const char* c = names[i]; *c != '\0'; ++c) {
+            name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+        }
+        char value[32];
+        std::snprintf(value, sizeof value, "0x%llx",
+                      static_cast<unsigned long long>(XENHSA_BUILTIN_KERNEL_OBJECT(i)));
+        ::setenv(name.c_str(), value, 0);  // the soft path's guest library sets its own
+    }
+    ServiceArgs args;
+    args.gpu = "kfd";
+    // A sanitized build's runtime must come first; the shim is preloaded before it.
+    const char* asan = std::getenv("ASAN_OPTIONS");
+    const std::string asan_options =
+        asan != nullptr && *asan != '\0' ? std::string(asan) + ":" : "";
+    args.backend_env = {"LD_PRELOAD=" + shim.string(),
+                        "ASAN_OPTIONS=" + asan_options + "verify_asan_link_order=0"};
+    return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -285,6 +323,13 @@ int main(int argc, char** argv) {
             blocked_rounds.push_back(rocr[1]);
         }
         const double idle_share = idle_worker_cpu_share(bin_dir, rocr_services, idle_ms);
+        std::vector<PathResult> kfd_rounds;
+        if (const auto kfd = kfd_backend(bin_dir)) {
+            EmbeddedServices kfd_services(bin_dir, *kfd);
+            for (uint32_t round = 0; round < rounds; ++round) {
+                kfd_rounds.push_back(rocr_round(bin_dir, kfd_services.sim_dir(), config)[0]);
+            }
+        }
         const PathResult lib = median(lib_rounds);
         const PathResult active = median(active_rounds);
         const PathResult blocked = median(blocked_rounds);
@@ -293,6 +338,12 @@ int main(int argc, char** argv) {
         print(lib);
         print(active);
         print(blocked);
+        std::optional<PathResult> kfd;
+        if (!kfd_rounds.empty()) {
+            kfd = median(kfd_rounds);
+            kfd->path = "rocr_kfd_active";
+            print(*kfd);
+        }
         std::printf("baseline eventfd_rtt_us_p50=%.1f\n", eventfd);
         // A queue that spun while idle would cost one core: 1.0.
         std::printf("idle_worker_cpu_share=%.4f idle_ms=%u spinning_core=1.0\n", idle_share,
@@ -303,6 +354,11 @@ int main(int argc, char** argv) {
         std::printf("rocr_blocked_latency_ratio=%.3f\n",
                     ratio(blocked.latency_us_p50, lib.latency_us_p50));
         std::printf("latency_vs_eventfd=%.3f\n", ratio(active.latency_us_p50, eventfd));
+        if (kfd) {
+            std::printf("rocr_kfd_latency_ratio=%.3f\n",
+                        ratio(kfd->latency_us_p50, active.latency_us_p50));
+            std::printf("rocr_kfd_latency_vs_eventfd=%.3f\n", ratio(kfd->latency_us_p50, eventfd));
+        }
         std::printf("rocr_dispatch_ratio=%.3f\n",
                     ratio(active.dispatches_per_s, lib.dispatches_per_s));
     } catch (const std::exception& e) {

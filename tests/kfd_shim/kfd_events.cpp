@@ -44,7 +44,9 @@ int KfdProcess::create_event(void* arg) {
     hsa::EventInfo info{};
     if (err == 0) {
         hsa::EventSpec spec;
-        spec.type = a.event_type;
+        // A memory event is the evictor's to set once the queues are stopped (the kernel
+        // evicts the process's queues before it signals the VM fault), not the agent's.
+        spec.type = a.event_type == KFD_IOC_EVENT_MEMORY ? KFD_IOC_EVENT_SIGNAL : a.event_type;
         spec.node = hsa::kSoftGpuNode;
         spec.manual_reset = a.auto_reset == 0;
         auto created = gpu_->create_event(spec);

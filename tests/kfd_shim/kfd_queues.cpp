@@ -216,6 +216,11 @@ void KfdProcess::evict_on_faults(std::stop_token stop) {
         }
         call_log().line("kfd VM_FAULT address=" + hex(fault.address) +
                         " stops queues=" + (stopped.empty() ? "none" : stopped));
+        for (const auto& [id, event] : events_) {
+            if (event.type == KFD_IOC_EVENT_MEMORY) {
+                (void)gpu_->set_event(event.agent);
+            }
+        }
     }
 }
 

@@ -65,6 +65,15 @@ public:
         device_.on_store_failure = [this](std::error_code) {
             boost::asio::post(io_, [this] { finish(1); });
         };
+        if (auto pumping = pump_.start(); !pumping) {
+            log_->error("cannot wait for xenstore: {}", pumping.error().message());
+            return 1;
+        }
+        // Confined before the device's first watch: libxenstore starts its reader thread
+        // there, and a thread inherits its creator's filter, no_new_privs and credentials.
+        if (!confine()) {
+            return 1;
+        }
         auto started = device_.start();
         if (!started) {
             if (started.error() == std::errc::no_such_file_or_directory) {
@@ -74,16 +83,7 @@ public:
             log_->error("cannot start the device: {}", started.error().message());
             return 1;
         }
-        if (auto pumping = pump_.start(); !pumping) {
-            log_->error("cannot wait for xenstore: {}", pumping.error().message());
-            device_.shutdown();
-            return 1;
-        }
         log_->info("serving {} ({})", to_string(options_.device), device_.backend_path());
-        if (!confine()) {
-            device_.shutdown();
-            return 1;
-        }
         io_.run();
         return exit_code_;
     }
