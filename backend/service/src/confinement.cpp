@@ -195,6 +195,12 @@ ConfinementResult confine_worker(const ConfinementOptions& options) {
         result.error = *bad;
         return result;
     }
+    for (const int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+        if (::isatty(fd) == 1) {  // its input could be pushed to (TIOCSTI)
+            result.error = "fd " + std::to_string(fd) + " is a terminal";
+            return result;
+        }
+    }
     Identity became;
     if (auto failed = drop_identity(options, became)) {
         result.error = *failed;

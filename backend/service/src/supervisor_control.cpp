@@ -56,6 +56,23 @@ void Supervisor::on_control(const nlohmann::json& request, ControlServer::Reply 
                                       options_.worker_answer_timeout,
                                       [](std::optional<nlohmann::json>) {});
         reply({{"ok", true}});
+    } else if (op == op::test_attack) {
+        const auto domid = json_uint(request, "domid");
+        auto found = std::find_if(devices_.begin(), devices_.end(), [&](const auto& d) {
+            return domid && d.first.fe == *domid && d.second.worker;
+        });
+        if (found == devices_.end()) {
+            reply(error_reply("no running worker of that domain"));
+            return;
+        }
+        log_->warn("test hook: worker {} attempts {}", found->second.worker->pid(),
+                   json_string(request, "attempt").value_or("?"));
+        found->second.worker->request(
+            request, options_.worker_answer_timeout,
+            [reply = std::move(reply)](std::optional<nlohmann::json> answer) mutable {
+                reply(answer ? std::move(*answer)
+                             : error_reply("no answer: the worker ended (a killed attempt)"));
+            });
     } else if (op == op::fault_plan) {
         set_fault_plan(request, std::move(reply));
 #endif

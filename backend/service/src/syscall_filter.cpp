@@ -1,10 +1,16 @@
 #include "syscall_filter.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 namespace xenhsa::backend::service {
@@ -124,6 +130,88 @@ std::string failed(const char* what, int rc) {
     return std::string(what) + ": " + std::strerror(-rc);
 }
 
+// The ioctl request types of the devices a worker holds (the type byte, bits 8-15 of the
+// request): KFD ('K'), the render node's DRM and amdgpu ('d'), gntdev and gntalloc ('G'),
+// evtchn ('E'). Nothing else: no terminal's (TIOCSTI, TIOCSCTTY), no socket's (SIOC*).
+constexpr unsigned kIoctlTypes[] = {'K', 'd', 'G', 'E'};
+// And of the generic ones, what the event loop and the logger ask.
+constexpr unsigned long kIoctlRequests[] = {FIONBIO, FIONREAD, FIOCLEX, FIONCLEX, TCGETS};
+// fcntl: descriptor flags, status flags, dup, a memfd's seals. Not F_SETOWN/F_SETSIG
+// (signals to another process), leases, notifications or pipe sizes.
+constexpr unsigned long kFcntlCommands[] = {F_GETFD, F_SETFD,         F_GETFL,     F_SETFL,
+                                            F_DUPFD, F_DUPFD_CLOEXEC, F_ADD_SEALS, F_GET_SEALS};
+
+constexpr scmp_datum_t kLow32 = 0xffffffffU;
+
+// The argument filter, loaded before the allowlist (which does not allow seccomp): every
+// system call passes it but those whose arguments it checks, which pass only with the
+// arguments listed and otherwise fail with EPERM (of several filters the kernel takes the
+// strictest answer, so a call the allowlist kills stays killed). libseccomp cannot give
+// one call both argument rules and a fallback action within one filter: hence a second
+// filter, whose default is EPERM.
+std::optional<std::string> install_argument_filter(SeccompMode mode) {
+    const uint32_t refuse = mode == SeccompMode::log ? SCMP_ACT_LOG : SCMP_ACT_ERRNO(EPERM);
+    std::unique_ptr<void, FilterRelease> ctx(seccomp_init(refuse));
+    if (!ctx) {
+        return std::string("seccomp_init failed");
+    }
+    // A binary tree over ~350 rules rather than a list each call walks.
+    (void)seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    const int checked[] = {SCMP_SYS(ioctl), SCMP_SYS(fcntl), SCMP_SYS(tgkill), SCMP_SYS(kill)};
+    for (int nr = 0; nr < 1024; ++nr) {
+        char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        if (name == nullptr) {
+            continue;
+        }
+        std::free(name);  // NOLINT(cppcoreguidelines-no-malloc): libseccomp's allocation
+        if (std::find(std::begin(checked), std::end(checked), nr) != std::end(checked)) {
+            continue;
+        }
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0); rc != 0) {
+            return failed("argument filter", rc);
+        }
+    }
+    for (const unsigned type : kIoctlTypes) {
+        if (const int rc =
+                seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                                 SCMP_A1(SCMP_CMP_MASKED_EQ, scmp_datum_t{0xff00}, type << 8));
+            rc != 0) {
+            return failed("ioctl", rc);
+        }
+    }
+    for (const unsigned long request : kIoctlRequests) {
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request));
+            rc != 0) {
+            return failed("ioctl", rc);
+        }
+    }
+    for (const unsigned long command : kFcntlCommands) {
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
+                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, command));
+            rc != 0) {
+            return failed("fcntl", rc);
+        }
+    }
+    // Signals to itself only (abort, a sanitizer's report): never to another worker or the
+    // supervisor. (kill is not in a release build's allowlist at all.)
+    const auto self = static_cast<scmp_datum_t>(::getpid());
+    for (const int nr : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
+        if (const int rc =
+                seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, self));
+            rc != 0) {
+            return failed("kill", rc);
+        }
+    }
+    if (const int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
+        return failed("SCMP_FLTATR_CTL_TSYNC", rc);
+    }
+    if (const int rc = seccomp_load(ctx.get()); rc != 0) {
+        return failed("seccomp_load (argument filter)", rc);
+    }
+    return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t& allowed) {
@@ -186,6 +274,9 @@ std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t&
     // refuses to start with more than one, as the rest of it is per thread).
     if (const int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
         return failed("SCMP_FLTATR_CTL_TSYNC", rc);
+    }
+    if (auto refused = install_argument_filter(mode)) {
+        return refused;
     }
     if (const int rc = seccomp_load(ctx.get()); rc != 0) {
         return failed("seccomp_load", rc);

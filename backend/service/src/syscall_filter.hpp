@@ -1,6 +1,7 @@
-// The worker's seccomp filter (confinement.hpp, step 4): an allowlist of the system calls
+// The worker's seccomp filters (confinement.hpp, step 4): an allowlist of the system calls
 // a worker's steady state makes, nothing that opens, executes, spawns a process, traces,
-// mounts or creates a socket.
+// mounts or creates a socket; and the arguments of those that can reach beyond the worker
+// (ioctl by request type, fcntl by command, tgkill to itself), refused with EPERM.
 #ifndef XENHSA_BACKEND_SERVICE_SRC_SYSCALL_FILTER_HPP
 #define XENHSA_BACKEND_SERVICE_SRC_SYSCALL_FILTER_HPP
 

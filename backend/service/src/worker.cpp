@@ -14,6 +14,8 @@
 #include <xenhsa/backend/service/xenbus_device.hpp>
 #if XENHSA_TEST_HOOKS
 #include <xenhsa/xen/faulty_platform.hpp>
+
+#include "compromised_worker.hpp"
 #endif
 
 namespace xenhsa::backend::service {
@@ -169,6 +171,9 @@ private:
             log_->warn("test hook: making a system call the filter forbids");
             make_forbidden_syscall();
             reply = error_reply("the forbidden system call was allowed");
+        } else if (op == op::test_attack) {
+            log_->warn("test hook: attempting {}", json_string(request, "attempt").value_or("?"));
+            reply = make_attack_attempt(request);
 #endif
         } else if (op == op::shutdown) {
             log_->info("shutdown requested: revoking everything");

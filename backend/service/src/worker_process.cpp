@@ -93,9 +93,35 @@ xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(
         theirs.reset(moved);
     }
 
+    // A terminal is never a worker's: its stdin is /dev/null, and its stdout and stderr a
+    // pipe the supervisor relays when its own are a terminal (worker_log_relay.hpp).
+    Fd log_read;
+    Fd log_write;
+    if (needs_log_relay()) {
+        int pipe[2];
+        if (::pipe2(pipe, O_CLOEXEC) != 0) {
+            return xen::errno_code(errno);
+        }
+        log_read.reset(pipe[0]);
+        Fd write_end(pipe[1]);
+        log_write.reset(::fcntl(write_end.get(), F_DUPFD_CLOEXEC, 10));  // not onto 1 or 2
+        if (log_write.get() < 0) {
+            return xen::errno_code(errno);
+        }
+    }
+
     SpawnActions actions;
     SpawnAttr attr;
     if (!actions.ok() || !attr.ok()) {
+        return xen::errc(std::errc::not_enough_memory);
+    }
+    if (posix_spawn_file_actions_addopen(actions.get(), STDIN_FILENO, "/dev/null", O_RDONLY, 0) !=
+        0) {
+        return xen::errc(std::errc::not_enough_memory);
+    }
+    if (log_write.get() >= 0 &&
+        (posix_spawn_file_actions_adddup2(actions.get(), log_write.get(), STDOUT_FILENO) != 0 ||
+         posix_spawn_file_actions_adddup2(actions.get(), log_write.get(), STDERR_FILENO) != 0)) {
         return xen::errc(std::errc::not_enough_memory);
     }
     if (posix_spawn_file_actions_adddup2(actions.get(), theirs.get(), kWorkerControlFd) != 0 ||
@@ -144,7 +170,13 @@ xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::spawn(
         return xen::errno_code(ec.value());
     }
     (void)mine.release();
-    return std::unique_ptr<WorkerProcess>(new WorkerProcess(io, pid, std::move(socket)));
+    std::unique_ptr<WorkerProcess> worker(new WorkerProcess(io, pid, std::move(socket)));
+    if (log_read.get() >= 0) {
+        log_write.reset();
+        worker->log_relay_ =
+            std::make_unique<WorkerLogRelay>(io, log_read.release(), STDERR_FILENO);
+    }
+    return worker;
 }
 
 xen::Result<std::unique_ptr<WorkerProcess>> WorkerProcess::adopt(boost::asio::io_context& io,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xenhsa/proto.h>
 
+#include <algorithm>
 #include <child_process.hpp>
 #include <chrono>
 #include <cstring>
@@ -397,6 +398,66 @@ TEST_F(ServiceTest, AForbiddenSystemCallKillsOnlyThatWorker) {
     backend_.reset();
     ASSERT_TRUE(ended);
     EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 3) << *ended;
+}
+
+// An attacker running code in a confined worker (the test hook "test-attack" makes each
+// attempt inside the worker): what could reach beyond its guest is refused, by the
+// argument filter, the allowlist (which kills) or the kernel, and the other guests go on.
+TEST_F(ServiceTest, ACompromisedWorkerIsRefusedWhatReachesBeyondItsGuest) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    const auto c = add_guest("guest-c");
+    connect(a);
+    connect(b);
+    connect(c);
+    const pid_t pid_a = worker_pid(a);
+    const pid_t pid_b = worker_pid(b);
+    const pid_t pid_c = worker_pid(c);
+    ASSERT_GT(pid_a, 0);
+    ASSERT_GT(pid_c, 0);
+    const auto attack = [&](xen::DomId fe, const nlohmann::json& attempt) {
+        nlohmann::json request = attempt;
+        request["op"] = "test-attack";
+        request["domid"] = fe;
+        return control(sim_.dir() / "backend.sock", request);
+    };
+    const auto refused = [&](const nlohmann::json& attempt, std::initializer_list<int> errnos) {
+        const auto answer = attack(a, attempt);
+        EXPECT_EQ(answer.value("ok", false), true) << attempt.dump() << " -> " << answer.dump();
+        EXPECT_EQ(answer.value("refused", false), true)
+            << attempt.dump() << " -> " << answer.dump();
+        const int error = answer.value("errno", 0);
+        EXPECT_TRUE(std::find(errnos.begin(), errnos.end(), error) != errnos.end())
+            << attempt.dump() << " -> " << answer.dump();
+    };
+    // Another process's secrets (the filter refuses the open; a sanitized build, whose
+    // runtime opens files, leaves it to the kernel: another user's environment).
+    refused({{"attempt", "open"}, {"path", "/proc/1/environ"}}, {EACCES});
+    // Signals to another worker or the supervisor; a terminal's input; another process as
+    // the owner of its fd's signals.
+    refused({{"attempt", "tgkill"}, {"pid", pid_b}}, {EPERM});
+    refused({{"attempt", "ioctl-tiocsti"}}, {EPERM});
+    refused({{"attempt", "fcntl-setown"}, {"pid", backend_->pid()}}, {EPERM});
+#ifdef XENHSA_SANITIZED
+    refused({{"attempt", "kill"}, {"pid", pid_b}}, {EPERM});
+    refused({{"attempt", "kill"}, {"pid", backend_->pid()}}, {EPERM});
+#endif
+    EXPECT_EQ(status().value("confinement_violations", uint64_t{99}), 0u) << status().dump();
+
+    // What the allowlist kills: running a program, a new socket (a is killed by the one,
+    // c by the other).
+    EXPECT_EQ(attack(a, {{"attempt", "exec"}, {"path", "/bin/true"}}).value("ok", true), false);
+    EXPECT_EQ(attack(c, {{"attempt", "socket"}}).value("ok", true), false);
+    EXPECT_TRUE(eventually([&] { return process_gone(pid_a) && process_gone(pid_c); }));
+    EXPECT_TRUE(eventually([&] { return status().value("confinement_violations", 0) == 2; }))
+        << status().dump();
+
+    // The other guest goes on with the same worker.
+    EXPECT_EQ(worker_pid(b), pid_b);
+    EXPECT_EQ(be_read(b, "state"), "4");
+    EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
+    EXPECT_EQ(device(b).value("confinement_violations", 0), 0);
 }
 
 TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {

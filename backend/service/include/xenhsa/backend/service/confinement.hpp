@@ -4,7 +4,8 @@
 // thread started afterwards inherits them (the GPU device starts its threads with the
 // first work, not when it opens):
 //
-//   1. an fd audit: no privcmd, hypercall, memory or port device may be open; the open fds
+//   1. an fd audit: no privcmd, hypercall, memory or port device may be open, no terminal
+//      at fds 0-2 (the supervisor relays a worker's output to its own); the open fds
 //      are logged (the worker was started with fds 0-3 only, so the rest are its guest's:
 //      gntdev, gntalloc, evtchn, xenstore, the KFD's);
 //   2. when started as root: every capability leaves the bounding set, supplementary

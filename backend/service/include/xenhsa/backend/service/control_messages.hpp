@@ -20,6 +20,9 @@
 //   {"op":"shutdown"}  (worker only) no answer: the worker ends
 //   {"op":"test-forbidden-syscall","domid":N}  test builds: that domain's worker makes a
 //                                    forbidden system call (no answer: seccomp kills it)
+//   {"op":"test-attack","domid":N,   test builds: that domain's worker attempts A (open,
+//    "attempt":A,...}                exec, socket, kill, tgkill, ioctl-tiocsti,
+//                                    fcntl-setown): {"ok":true,"refused":bool,"errno":E}
 //   {"op":"fault-plan","worker":P}   test builds: seam faults (fault_plan.hpp) for the next
 //   {"op":"fault-plan","supervisor":P}  worker started, or for the supervisor
 // Every answer to a worker request echoes the request's "id". A worker also reports each
@@ -56,6 +59,10 @@ inline constexpr std::string_view ceilings = "ceilings";
 // Test builds only (XENHSA_TEST_HOOKS): the worker of "domid" makes a system call its
 // seccomp filter forbids, which must kill it.
 inline constexpr std::string_view test_forbidden_syscall = "test-forbidden-syscall";
+// Test builds only: {"op":"test-attack","domid":N,"attempt":A,("path":P),("pid":Q)}: the
+// worker of N makes attempt A as an attacker running code in it would
+// (compromised_worker.hpp); its answer, or an error when the attempt killed it.
+inline constexpr std::string_view test_attack = "test-attack";
 // Test builds only: {"op":"fault-plan","worker":PLAN} gives the next worker started that
 // fault plan (fault_plan.hpp), {"op":"fault-plan","supervisor":PLAN} arms the supervisor's
 // own; {"ok":true} or an error.

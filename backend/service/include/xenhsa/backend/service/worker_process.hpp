@@ -1,5 +1,6 @@
 // The supervisor's handle on one worker process: fork+exec of the backend binary
-// (posix_spawn) with one end of a socketpair as fd 3 and nothing else inherited, and the
+// (posix_spawn) with one end of a socketpair as fd 3, /dev/null as stdin, stdout and
+// stderr the supervisor's (or a relay's pipe) and nothing else inherited, and the
 // request/answer traffic on that socket. Or a worker an earlier supervisor started,
 // adopted with its channel (worker_fd_store.hpp).
 #ifndef XENHSA_BACKEND_SERVICE_WORKER_PROCESS_HPP
@@ -20,6 +21,7 @@
 #include <string>
 #include <vector>
 #include <xenhsa/backend/service/line_channel.hpp>
+#include <xenhsa/backend/service/worker_log_relay.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/types.hpp>
 
@@ -90,6 +92,7 @@ private:
     std::optional<XenbusState> state_;
     bool ever_connected_ = false;
     std::unique_ptr<boost::asio::posix::stream_descriptor> pidfd_;  // adopted workers
+    std::unique_ptr<WorkerLogRelay> log_relay_;  // when the supervisor's stderr is a terminal
     std::shared_ptr<int> alive_ = std::make_shared<int>(0);
 };
 

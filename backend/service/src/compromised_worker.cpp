@@ -1,0 +1,78 @@
+#include "compromised_worker.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <xenhsa/backend/service/control_messages.hpp>
+
+namespace xenhsa::backend::service {
+
+namespace {
+
+// -1 with errno set, or what the call returned.
+long attempt(std::string_view name, const std::string& path, pid_t pid) {
+    errno = 0;
+    if (name == "open") {
+        const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return fd;
+    }
+    if (name == "exec") {
+        char* const argv[] = {const_cast<char*>(path.c_str()), nullptr};
+        return ::execve(path.c_str(), argv, environ);
+    }
+    if (name == "socket") {
+        const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) {
+            ::close(fd);
+        }
+        return fd;
+    }
+    if (name == "kill") {
+        // Signal 0: the permission check alone, nothing delivered even when allowed.
+        return ::kill(pid, 0);
+    }
+    if (name == "tgkill") {
+        return ::syscall(SYS_tgkill, pid, pid, 0);
+    }
+    if (name == "ioctl-tiocsti") {
+        // Would push a character into a terminal's input: errno ENOTTY on a non-terminal
+        // means the filter let it through.
+        char c = '\n';
+        return ::ioctl(STDERR_FILENO, TIOCSTI, &c);
+    }
+    if (name == "fcntl-setown") {
+        return ::fcntl(STDERR_FILENO, F_SETOWN, pid);
+    }
+    errno = EINVAL;
+    return -2;
+}
+
+}  // namespace
+
+nlohmann::json make_attack_attempt(const nlohmann::json& request) {
+    const std::string name(json_string(request, "attempt").value_or(""));
+    const std::string path(json_string(request, "path").value_or(""));
+    const auto pid = static_cast<pid_t>(json_uint(request, "pid").value_or(0));
+    const long rc = attempt(name, path, pid);
+    const int error = errno;
+    if (rc == -2) {
+        return error_reply("unknown attempt");
+    }
+    return {{"ok", true},
+            {"attempt", name},
+            {"refused", rc < 0},
+            {"errno", rc < 0 ? error : 0},
+            {"error", rc < 0 ? std::strerror(error) : ""}};
+}
+
+}  // namespace xenhsa::backend::service
