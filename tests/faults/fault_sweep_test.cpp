@@ -8,8 +8,10 @@
 // on. At the end the supervisor holds no more fds, threads or mappings than after the
 // fault-free run, and stops cleanly (LSan).
 //
-// XENHSA_FAULT_SWEEP=all fails every call of the trace (script/fault-sweep); the default
-// fails each site's first calls and its last (sweep_plan.hpp).
+// XENHSA_FAULT_SWEEP=all fails every call of the trace (script/fault-sweep),
+// =first-and-last each site's first calls and its last (sweep_plan.hpp); the default (CI,
+// which runs every scenario in one process) fails every (site, errno) pair once, in the
+// first scenario that reaches it.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -154,8 +156,12 @@ TEST_P(FaultSweep, EveryChosenSeamCallFailsOnce) {
     ASSERT_TRUE(trace && !trace->empty()) << read_file(trace_path);
 
     const char* mode = std::getenv("XENHSA_FAULT_SWEEP");
-    const bool all = mode != nullptr && std::string_view(mode) == "all";
-    auto plan = plan_faults(*trace, all ? Coverage::every_call : Coverage::first_and_last);
+    const std::string_view chosen = mode != nullptr ? mode : "";
+    const Coverage coverage = chosen == "all"              ? Coverage::every_call
+                              : chosen == "first-and-last" ? Coverage::first_and_last
+                                                           : Coverage::new_pairs;
+    static CoveredPairs covered;  // over the scenarios this process runs, in order
+    auto plan = plan_faults(*trace, coverage, &covered, c.role + ":");
     const auto excluded = std::erase_if(plan, [&](const PlannedFault& f) {
         return c.role == "supervisor" && kSupervisorFailStops.contains(f.site);
     });
@@ -226,7 +232,11 @@ TEST_P(FaultSweep, EveryChosenSeamCallFailsOnce) {
               << " runs=" << plan.size() << " passed=" << endings[Ending::passed]
               << " error=" << endings[Ending::error] << " killed=" << endings[Ending::killed]
               << " fail-stop=" << fail_stops << " not-reached=" << not_reached
-              << " excluded=" << excluded << " mode=" << (all ? "all" : "first-and-last") << "\n";
+              << " excluded=" << excluded << " mode="
+              << (coverage == Coverage::every_call       ? "all"
+                  : coverage == Coverage::first_and_last ? "first-and-last"
+                                                         : "new-pairs")
+              << "\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Seams, FaultSweep, ::testing::ValuesIn(sweep_cases()),

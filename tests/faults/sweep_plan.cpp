@@ -62,13 +62,23 @@ std::optional<std::vector<TracedCall>> parse_trace(std::string_view text) {
     return calls;
 }
 
-std::vector<PlannedFault> plan_faults(const std::vector<TracedCall>& trace, Coverage coverage) {
+std::vector<PlannedFault> plan_faults(const std::vector<TracedCall>& trace, Coverage coverage,
+                                      CoveredPairs* covered, std::string_view scope) {
+    if (coverage == Coverage::new_pairs) {
+        std::vector<PlannedFault> planned;
+        for (const auto& [site, error] : site_errno_pairs(trace)) {
+            if (covered == nullptr || covered->emplace(std::string(scope) + site, error).second) {
+                planned.push_back({site, 1, error});
+            }
+        }
+        return planned;
+    }
     std::map<std::string, uint64_t, std::less<>> total;
     for (const auto& call : trace) {
         ++total[call.site];
     }
     std::vector<PlannedFault> planned;
-    std::set<std::pair<std::string, int>> covered;
+    CoveredPairs chosen_pairs;
     std::map<std::string, uint64_t, std::less<>> seen;
     for (const auto& call : trace) {
         const uint64_t k = ++seen[call.site];
@@ -79,10 +89,10 @@ std::vector<PlannedFault> plan_faults(const std::vector<TracedCall>& trace, Cove
         }
         const int error = call.errnos[(k - 1) % call.errnos.size()];
         planned.push_back({call.site, k, error});
-        covered.emplace(call.site, error);
+        chosen_pairs.emplace(call.site, error);
     }
     for (const auto& [site, error] : site_errno_pairs(trace)) {
-        if (!covered.contains({site, error})) {
+        if (!chosen_pairs.contains({site, error})) {
             planned.push_back({site, 1, error});
         }
     }

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,13 +37,21 @@ enum class Coverage : uint8_t {
     // (event channel pending/unmask/notify per ring pass) fails on its first passes and its
     // last, not on every pass.
     first_and_last,
+    // Each (site, errno) pair of the trace not yet in `covered` fails the site's first
+    // call once, and joins `covered`: over several scenarios in one process, every pair
+    // any of them reaches fails once, in the first scenario that reaches it (what CI runs).
+    new_pairs,
 };
 inline constexpr uint64_t kFirstCalls = 3;
 
 // The faults to inject: for each chosen call the errnos rotate (the k-th call at a site
 // fails with errnos[(k - 1) % n]); then every (site, errno) pair that no chosen call
 // covered fails the site's first call. In trace order, pairs last.
-std::vector<PlannedFault> plan_faults(const std::vector<TracedCall>& trace, Coverage coverage);
+// `covered` (only new_pairs reads and extends it): the pairs earlier plans failed, each
+// site prefixed by `scope` (a worker's and the supervisor's sites are distinct).
+using CoveredPairs = std::set<std::pair<std::string, int>>;
+std::vector<PlannedFault> plan_faults(const std::vector<TracedCall>& trace, Coverage coverage,
+                                      CoveredPairs* covered = nullptr, std::string_view scope = {});
 
 // The distinct (site, errno) pairs of a trace.
 std::vector<std::pair<std::string, int>> site_errno_pairs(const std::vector<TracedCall>& trace);

@@ -53,4 +53,17 @@ TEST(SweepPlan, EveryErrnoOfASiteIsInjectedEvenWhenItIsCalledOnce) {
     EXPECT_EQ(site_errno_pairs(trace).size(), 3u);
 }
 
+TEST(SweepPlan, EachPairFailsOnceOverTheScenariosOfAProcessAndPerScope) {
+    CoveredPairs covered;
+    const std::vector<TracedCall> first{{"a", {1, 2}}, {"a", {1, 2}}, {"b", {5}}};
+    const std::vector<TracedCall> second{{"b", {5}}, {"c", {7}}, {"a", {1, 2}}};
+    EXPECT_EQ(plan_faults(first, Coverage::new_pairs, &covered, "worker:"),
+              (std::vector<PlannedFault>{{"a", 1, 1}, {"a", 1, 2}, {"b", 1, 5}}));
+    EXPECT_EQ(plan_faults(second, Coverage::new_pairs, &covered, "worker:"),
+              (std::vector<PlannedFault>{{"c", 1, 7}}))
+        << "only what the first scenario did not reach";
+    EXPECT_EQ(plan_faults(second, Coverage::new_pairs, &covered, "supervisor:").size(), 4u)
+        << "another process's sites are its own";
+}
+
 }  // namespace

@@ -7,7 +7,7 @@
 // never a crash or a hang. At the end the supervisor holds no more fds, threads or
 // mappings than after the first kill, and stops cleanly (LSan).
 //
-// XENHSA_SOAK_ITERATIONS: kills per test (default 50, so CI kills 100); script/soak
+// XENHSA_SOAK_ITERATIONS: kills per test (default 25, so CI kills 50); script/soak
 // --iterations 1000 runs the long version. XENHSA_SOAK_SEED: the seed (default: the clock;
 // printed, so that a failure can be replayed).
 #include <gtest/gtest.h>
@@ -38,7 +38,7 @@ class DeathSoak : public ScenarioTest {
 protected:
     void SetUp() override {
         ScenarioTest::SetUp();
-        iterations_ = env_number("XENHSA_SOAK_ITERATIONS", 50);
+        iterations_ = env_number("XENHSA_SOAK_ITERATIONS", 25);
         seed_ = env_number("XENHSA_SOAK_SEED", static_cast<uint64_t>(std::random_device{}()));
         rng_.seed(seed_);
         std::cout << "soak seed " << seed_ << " (XENHSA_SOAK_SEED), " << iterations_ << " kills\n";

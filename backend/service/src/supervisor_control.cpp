@@ -42,7 +42,7 @@ void Supervisor::on_control(const nlohmann::json& request, ControlServer::Reply 
     } else if (op == op::quotas) {
         change_quotas(request, std::move(reply));
 #if XENHSA_TEST_HOOKS
-    } else if (op == op::test_forbidden_syscall) {
+    } else if (op == op::test_forbidden_syscall || op == op::test_attack) {
         const auto domid = json_uint(request, "domid");
         auto found = std::find_if(devices_.begin(), devices_.end(), [&](const auto& d) {
             return domid && d.first.fe == *domid && d.second.worker;
@@ -51,18 +51,13 @@ void Supervisor::on_control(const nlohmann::json& request, ControlServer::Reply 
             reply(error_reply("no running worker of that domain"));
             return;
         }
-        log_->warn("test hook: asking worker {} to break its filter", found->second.worker->pid());
-        found->second.worker->request({{"op", op::test_forbidden_syscall}},
-                                      options_.worker_answer_timeout,
-                                      [](std::optional<nlohmann::json>) {});
-        reply({{"ok", true}});
-    } else if (op == op::test_attack) {
-        const auto domid = json_uint(request, "domid");
-        auto found = std::find_if(devices_.begin(), devices_.end(), [&](const auto& d) {
-            return domid && d.first.fe == *domid && d.second.worker;
-        });
-        if (found == devices_.end()) {
-            reply(error_reply("no running worker of that domain"));
+        if (op == op::test_forbidden_syscall) {
+            log_->warn("test hook: asking worker {} to break its filter",
+                       found->second.worker->pid());
+            found->second.worker->request({{"op", op::test_forbidden_syscall}},
+                                          options_.worker_answer_timeout,
+                                          [](std::optional<nlohmann::json>) {});
+            reply({{"ok", true}});
             return;
         }
         log_->warn("test hook: worker {} attempts {}", found->second.worker->pid(),

@@ -100,8 +100,13 @@ constexpr const char* kAllowed[] = {
     "getrandom",
     "membarrier",
 #ifdef XENHSA_SANITIZED
-    // The sanitizer runtime: reading /proc for its reports, LeakSanitizer's stop-the-world
-    // at exit (a tracer task and ptrace). Only in sanitized builds.
+    // The sanitizer runtime, in sanitized builds only (docs/threat-model.md lists why):
+    // open, openat, readlink(at), getdents(64): /proc/self/maps, exe and task for reports,
+    // symbolization and LeakSanitizer's thread list; prctl, ptrace, wait4 and a clone
+    // without CLONE_THREAD: LeakSanitizer's stop-the-world at exit (a tracer task that the
+    // worker lets attach, PR_SET_PTRACER, and waits for); getppid and sched_setaffinity:
+    // that tracer; getrlimit, prlimit64, setrlimit: stack and core limits; statfs, fstatfs:
+    // its report path; kill (to itself only, the argument filter): its abort.
     "open",
     "openat",
     "readlink",

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <array>
@@ -69,6 +70,17 @@ xen::Result<void> probe_write(std::byte* addr, uint8_t value) {
         return xen::errno_code(errno);
     }
     return boost::outcome_v2::success();
+}
+
+xen::Result<std::size_t> probe_pin(const std::byte* addr, std::size_t len) {
+    std::vector<std::byte> copy(len);
+    const iovec local{copy.data(), len};
+    const iovec remote{const_cast<std::byte*>(addr), len};
+    const ssize_t n = ::process_vm_readv(::getpid(), &local, 1, &remote, 1, 0);
+    if (n < 0) {
+        return xen::errno_code(errno);
+    }
+    return static_cast<std::size_t>(n);
 }
 
 bool store_faults(std::byte* addr, uint8_t value) {

@@ -18,6 +18,11 @@ inline constexpr std::size_t kPage = 4096;
 xen::Result<uint8_t> probe_read(const std::byte* addr);
 xen::Result<void> probe_write(std::byte* addr, uint8_t value);
 
+// The kernel's page-pinning path (GUP: pin_user_pages, as O_DIRECT, RDMA and a KFD
+// userptr's validation take pages) over [addr, addr + len): process_vm_readv of this
+// process's own range. The bytes read, or the errno (EFAULT: the pages cannot be pinned).
+xen::Result<std::size_t> probe_pin(const std::byte* addr, std::size_t len);
+
 // A CPU store of `value` at `addr`: true when it faulted (SIGSEGV or SIGBUS, caught
 // in-process and recovered from); false when the store happened.
 bool store_faults(std::byte* addr, uint8_t value);
