@@ -2,12 +2,6 @@
 
 namespace xenhsa::bench {
 
-namespace {
-
-constexpr std::size_t kGuestRamPages = 4096;
-
-}  // namespace
-
 GuestBoundaryPath::GuestBoundaryPath(const std::filesystem::path& bin_dir)
     : services_(bin_dir),
       guest_(std::make_unique<GuestDomain>(services_.sim_dir(), kGuestRamPages)),

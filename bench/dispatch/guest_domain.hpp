@@ -22,6 +22,9 @@
 
 namespace xenhsa::bench {
 
+// The RAM of the benchmarks' guests (16 MiB): room for their rings, queues and buffers.
+inline constexpr std::size_t kGuestRamPages = 4096;
+
 inline constexpr std::chrono::milliseconds kGuestTimeout{10000};
 
 class GuestDomain {

@@ -22,7 +22,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t kGuestRamPages = 4096;  // as bench/dispatch's guest
 constexpr uint32_t kWarmupBatches = 20;
 
 struct Guest {

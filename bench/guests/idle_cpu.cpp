@@ -18,7 +18,6 @@ namespace xenhsa::bench {
 
 namespace {
 
-constexpr std::size_t kGuestRamPages = 4096;
 constexpr uint32_t kBatch = 64;
 
 struct IdleGuest {

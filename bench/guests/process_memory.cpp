@@ -20,8 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr std::size_t kGuestRamPages = 4096;
-
 struct Measured {
     std::string name;
     pid_t pid = -1;

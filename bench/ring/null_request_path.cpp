@@ -8,7 +8,7 @@ namespace xenhsa::bench {
 
 namespace {
 
-constexpr std::size_t kGuestRamPages = 1024;
+constexpr std::size_t kRingGuestRamPages = 1024;  // the ring and its buffers only
 
 ServiceArgs backend_spin(NullRequestPath::Mode mode) {
     ServiceArgs args;
@@ -29,8 +29,8 @@ frontend::ClientOptions client_spin(NullRequestPath::Mode mode) {
 NullRequestPath::NullRequestPath(const std::filesystem::path& bin_dir, Mode mode)
     : name_(mode == Mode::polling ? "null_polling" : "null_event_driven"),
       services_(bin_dir, backend_spin(mode)),
-      guest_(
-          std::make_unique<GuestDomain>(services_.sim_dir(), kGuestRamPages, client_spin(mode))) {}
+      guest_(std::make_unique<GuestDomain>(services_.sim_dir(), kRingGuestRamPages,
+                                           client_spin(mode))) {}
 
 void NullRequestPath::pin_worker(int cpu) {
     const auto workers = children_of(services_.backend_pid());

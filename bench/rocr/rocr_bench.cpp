@@ -22,11 +22,9 @@
 #include <sys/eventfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <xenhsa/hsa/builtin_kernels.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -40,6 +38,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include <xenhsa/hsa/builtin_kernel_env.hpp>
 
 #include "dispatch_path.hpp"
 #include "embedded_services.hpp"
@@ -258,18 +257,8 @@ std::optional<ServiceArgs> kfd_backend(const std::filesystem::path& bin_dir) {
     if (!std::filesystem::exists(shim)) {
         return std::nullopt;
     }
-    const char* names[] = {XENHSA_KERNEL_NAME_FILL,       XENHSA_KERNEL_NAME_COPY,
-                           XENHSA_KERNEL_NAME_VECTOR_ADD, XENHSA_KERNEL_NAME_SAXPY,
-                           XENHSA_KERNEL_NAME_CHECKSUM,   XENHSA_KERNEL_NAME_OOB_READ};
-    for (int i = 0; i < XENHSA_KERNEL_COUNT_; ++i) {
-        std::string name = "XENHSA_KERNEL_";
-        for (const char* c = names[i]; *c != '\0'; ++c) {
-            name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
-        }
-        char value[32];
-        std::snprintf(value, sizeof value, "0x%llx",
-                      static_cast<unsigned long long>(XENHSA_BUILTIN_KERNEL_OBJECT(i)));
-        ::setenv(name.c_str(), value, 0);  // the soft path's guest library sets its own
+    for (const auto& [name, value] : xenhsa::hsa::builtin_kernel_env()) {
+        ::setenv(name.c_str(), value.c_str(), 0);  // the soft path's guest library sets its own
     }
     ServiceArgs args;
     args.gpu = "kfd";

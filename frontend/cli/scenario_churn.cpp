@@ -27,8 +27,8 @@ namespace xenhsa::frontend::cli {
 
 namespace {
 
-constexpr std::size_t kKeep = 3;       // rounds whose objects stay live
-constexpr uint32_t kMaxMapPages = 80;  // indirect MAPs too (beyond 52 pages)
+constexpr std::size_t kKeep = 3;            // rounds whose objects stay live
+constexpr uint32_t kChurnMaxMapPages = 80;  // indirect MAPs too (beyond 52 pages)
 constexpr uint32_t kMaxLendPages = 8;
 constexpr uint32_t kElements = 4096;
 constexpr uint32_t kBatch = 4;  // vector_add packets per round
@@ -110,7 +110,7 @@ private:
 
     bool map_batch(Held& made) {
         Client& client = h_.client();
-        auto buffer = client.allocate(below(kMaxMapPages));
+        auto buffer = client.allocate(below(kChurnMaxMapPages));
         if (!buffer) {
             return fail("allocate", buffer.error());
         }

@@ -28,7 +28,7 @@ namespace xenhsa::frontend::cli {
 
 namespace {
 
-constexpr uint32_t kMaxMapPages = 96;
+constexpr uint32_t kSequenceMaxMapPages = 96;
 constexpr uint32_t kFillWords = 1024;
 
 struct MapRes {
@@ -214,7 +214,7 @@ private:
     void retire(Handle h) { dead_.push_back(h); }
 
     bool map() {
-        auto buffer = h_.client().allocate(1 + rng_() % kMaxMapPages, true);
+        auto buffer = h_.client().allocate(1 + rng_() % kSequenceMaxMapPages, true);
         if (!expect("allocate", buffer, Expect::ok) || !buffer) {
             return bool(h_.client().broken()) == false;
         }

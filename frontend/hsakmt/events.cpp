@@ -14,8 +14,6 @@ constexpr uint32_t kSlots = 4096;  // KFD_SIGNAL_EVENT_LIMIT
 constexpr uint64_t kSlotSize = 8;
 using Clock = std::chrono::steady_clock;
 
-std::error_code err(std::errc e) { return std::make_error_code(e); }
-
 }  // namespace
 
 Events::~Events() {
@@ -45,7 +43,7 @@ Result<uint64_t> Events::mailbox_slot(int32_t& slot) {
     }
     const auto free_slot = std::find(slots_.begin(), slots_.end(), false);
     if (free_slot == slots_.end()) {
-        return err(std::errc::not_enough_memory);
+        return errc(std::errc::not_enough_memory);
     }
     *free_slot = true;
     slot = static_cast<int32_t>(free_slot - slots_.begin());
@@ -55,7 +53,7 @@ Result<uint64_t> Events::mailbox_slot(int32_t& slot) {
 Result<HsaEvent*> Events::create(const HsaEventDescriptor& desc, bool manual_reset, bool signaled) {
     const auto type = static_cast<uint32_t>(desc.EventType);
     if (type >= XENHSA_EVENT_TYPE_COUNT_ || desc.NodeId >= topology_.nodes.size()) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     uint32_t flags = manual_reset ? XENHSA_EVENT_MANUAL_RESET : 0u;
     flags |= signaled ? XENHSA_EVENT_SIGNALED : 0u;
@@ -95,7 +93,7 @@ Handle Events::handle_of(const HsaEvent* event) const noexcept {
 Result<void> Events::destroy(HsaEvent* event) {
     auto it = events_.find(event);
     if (it == events_.end()) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     auto done = client_.event_destroy(it->second.handle);
     if (it->second.slot >= 0) {
@@ -107,12 +105,13 @@ Result<void> Events::destroy(HsaEvent* event) {
 
 Result<void> Events::set(HsaEvent* event) {
     const Handle handle = handle_of(event);
-    return handle == 0 ? Result<void>(err(std::errc::invalid_argument)) : client_.event_set(handle);
+    return handle == 0 ? Result<void>(errc(std::errc::invalid_argument))
+                       : client_.event_set(handle);
 }
 
 Result<void> Events::reset(HsaEvent* event) {
     const Handle handle = handle_of(event);
-    return handle == 0 ? Result<void>(err(std::errc::invalid_argument))
+    return handle == 0 ? Result<void>(errc(std::errc::invalid_argument))
                        : client_.event_reset(handle);
 }
 
@@ -122,7 +121,7 @@ Result<std::vector<Handle>> Events::handles_of(std::span<HsaEvent* const> events
     for (HsaEvent* const event : events) {
         const Handle handle = handle_of(event);
         if (handle == 0) {
-            return err(std::errc::invalid_argument);
+            return errc(std::errc::invalid_argument);
         }
         handles.push_back(handle);
     }
@@ -164,7 +163,7 @@ Result<void> Events::wait(std::span<HsaEvent* const> events, bool all, uint32_t 
 
 Result<void> Events::wait_events(std::span<HsaEvent* const> events, bool all, uint32_t timeout_ms) {
     if (events.empty()) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     auto handles = handles_of(events);
     if (!handles) {

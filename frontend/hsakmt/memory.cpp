@@ -13,8 +13,6 @@ constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
 constexpr uint64_t kChunkBytes = uint64_t{XENHSA_MAP_MAX_PAGES} * kPage;
 constexpr uint64_t kLargeAlign = 2ull << 20;
 
-std::error_code err(std::errc e) { return std::make_error_code(e); }
-
 uint64_t round_up(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 
 }  // namespace
@@ -45,11 +43,11 @@ Result<uint64_t> Memory::mask_of(std::span<const uint32_t> nodes) const {
             mask |= topology_.is_gpu(n) ? (1ull << n) : 0;
         }
         return mask != 0 ? Result<uint64_t>(mask)
-                         : Result<uint64_t>(err(std::errc::no_such_device));
+                         : Result<uint64_t>(errc(std::errc::no_such_device));
     }
     for (const uint32_t n : nodes) {
         if (!topology_.is_gpu(n)) {
-            return err(std::errc::invalid_argument);
+            return errc(std::errc::invalid_argument);
         }
         mask |= 1ull << n;
     }
@@ -84,7 +82,7 @@ Result<void> Memory::fill_system(Allocation& a) {
 Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
                                std::optional<uint64_t> fixed) {
     if (size == 0 || node >= topology_.nodes.size() || size > XENHSA_VA_WINDOW_MAX) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     const uint64_t bytes = round_up(size);
     const bool gpu_node = topology_.is_gpu(node);
@@ -95,20 +93,20 @@ Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
         refused_once("hsaKmtAllocMemory(device memory, HostAccess)",
                      "a guest CPU cannot reach GPU memory through Xen; the GPU heap is "
                      "FB_PRIVATE");
-        return err(std::errc::not_supported);
+        return errc(std::errc::not_supported);
     }
     VaAllocator& window = client_.window();
     uint64_t va = 0;
     if (fixed) {
         if (auto claimed = window.claim(*fixed, bytes); !claimed) {
-            return err(std::errc::invalid_argument);
+            return errc(std::errc::invalid_argument);
         }
         va = *fixed;
     } else {
         auto placed = window.allocate(
             bytes, kind != Kind::system && bytes >= kLargeAlign ? kLargeAlign : kPage);
         if (!placed) {
-            return err(std::errc::not_enough_memory);
+            return errc(std::errc::not_enough_memory);
         }
         va = placed.value();
     }
@@ -202,7 +200,7 @@ void Memory::drop(std::map<uint64_t, Allocation>::iterator it) noexcept {
 Result<void> Memory::free(uint64_t va) {
     auto it = allocs_.find(va);
     if (it == allocs_.end() || it->second.freed) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     if (!release_backend(it->second)) {
         // The backend is broken or gone: nothing here is reused.
@@ -243,7 +241,7 @@ Result<void> Memory::map_handle(Allocation& a, Handle handle, uint64_t mask) {
 Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes) {
     Allocation* a = find(va);
     if (a == nullptr) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     auto mask = mask_of(nodes);
     if (!mask) {
@@ -259,7 +257,7 @@ Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const 
     const uint64_t bytes = round_up(size);
     if (va % kPage != 0 || bytes == 0 || va - a->va > a->size - bytes ||
         a->scratch.count(va) != 0) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     auto allocated = client_.alloc_at(va, bytes, a->node, XENHSA_ALLOC_DEVICE_LOCAL);
     if (!allocated) {
@@ -277,12 +275,12 @@ Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const 
 Result<void> Memory::unmap_from_gpu(uint64_t va) {
     Allocation* a = find(va);
     if (a == nullptr) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     if (a->kind == Kind::scratch) {
         auto it = a->scratch.find(va);
         if (it == a->scratch.end()) {
-            return err(std::errc::invalid_argument);
+            return errc(std::errc::invalid_argument);
         }
         const Handle handle = it->second.alloc;
         a->scratch.erase(it);
@@ -309,10 +307,10 @@ Result<void> Memory::register_user(uint64_t va, uint64_t size) {
                      "only memory from hsaKmtAllocMemory (hsa_amd_memory_pool_allocate) lies in "
                      "the xenhsa window that the backend mirrors at the guest's VA; other user "
                      "memory cannot be made GPU-visible at its own address");
-        return err(std::errc::not_supported);
+        return errc(std::errc::not_supported);
     }
     if (size == 0 || va - a->va + size > a->size) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     ++a->registrations;  // already granted, MAPped and PINned
     return boost::outcome_v2::success();
@@ -321,7 +319,7 @@ Result<void> Memory::register_user(uint64_t va, uint64_t size) {
 Result<void> Memory::deregister_user(uint64_t va) {
     Allocation* a = find(va);
     if (a == nullptr || a->registrations == 0) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     --a->registrations;
     return boost::outcome_v2::success();
@@ -330,7 +328,7 @@ Result<void> Memory::deregister_user(uint64_t va) {
 Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
     Allocation* a = find(va);
     if (a == nullptr) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     HsaPointerInfo info{};
     info.Type = a->registrations != 0 && a->kind == Kind::system ? HSA_POINTER_REGISTERED_USER
@@ -351,7 +349,7 @@ Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
 Result<void> Memory::set_user_data(uint64_t va, void* data) {
     Allocation* a = find(va);
     if (a == nullptr) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     a->user_data = data;
     return boost::outcome_v2::success();

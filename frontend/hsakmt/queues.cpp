@@ -8,8 +8,6 @@ namespace xenhsa::frontend::hsakmt {
 
 namespace {
 
-std::error_code err(std::errc e) { return std::make_error_code(e); }
-
 constexpr uint64_t kPointerBytes = 8;
 
 }  // namespace
@@ -30,18 +28,18 @@ Result<void> Queues::create(const QueueSpec& spec, HsaQueueResource& resource) {
             if (!client_.granted(XENHSA_FEATURE_SDMA)) {
                 refused_once("hsaKmtCreateQueue(HSA_QUEUE_SDMA)",
                              "the backend's GPU has no SDMA queues (set HSA_ENABLE_SDMA=0)");
-                return err(std::errc::not_supported);
+                return errc(std::errc::not_supported);
             }
             type = XENHSA_QUEUE_SDMA;
             break;
         default:
             refused_once("hsaKmtCreateQueue(PM4 or XGMI SDMA queue)",
                          "only AQL compute and SDMA queues are forwarded");
-            return err(std::errc::not_supported);
+            return errc(std::errc::not_supported);
     }
     if (spec.percentage > 100 || spec.priority < HSA_QUEUE_PRIORITY_MINIMUM ||
         spec.priority > HSA_QUEUE_PRIORITY_MAXIMUM) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     Queue q;
     q.ring = spec.ring;
@@ -81,7 +79,7 @@ Result<void> Queues::create(const QueueSpec& spec, HsaQueueResource& resource) {
             "hsaKmtCreateQueue: the ring or read/write pointers are not in memory "
             "mapped to GPU node {}",
             spec.node);
-        return give_back(err(std::errc::invalid_argument));
+        return give_back(errc(std::errc::invalid_argument));
     }
     xenhsa_queue_create_req req{};
     req.node = spec.node;
@@ -95,7 +93,7 @@ Result<void> Queues::create(const QueueSpec& spec, HsaQueueResource& resource) {
     if (spec.event != nullptr) {
         req.error_event = events_.handle_of(spec.event);
         if (req.error_event == 0) {
-            return give_back(err(std::errc::invalid_argument));
+            return give_back(errc(std::errc::invalid_argument));
         }
     }
     auto created = client_.queue_create(req);
@@ -127,7 +125,7 @@ void Queues::unhold(const Queue& q) noexcept {
 Result<void> Queues::destroy(HSA_QUEUEID id) {
     auto it = queues_.find(id);
     if (it == queues_.end()) {
-        return err(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     const Queue q = it->second;
     queues_.erase(it);

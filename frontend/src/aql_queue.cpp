@@ -7,15 +7,9 @@
 
 namespace xenhsa::frontend::aql {
 
-namespace {
-
-std::error_code sys_error(int e) { return {e, std::generic_category()}; }
-
-}  // namespace
-
 Result<AqlQueue> AqlQueue::create(Client& client, const QueueOptions& options) {
     if ((options.packets & (options.packets - 1)) != 0) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     QueueSpec spec;
     spec.type = XENHSA_QUEUE_COMPUTE_AQL;
@@ -58,7 +52,7 @@ Result<uint64_t> AqlQueue::reserve(std::chrono::milliseconds timeout) {
             return next_++;
         }
         if (std::chrono::steady_clock::now() >= deadline) {
-            return sys_error(ETIMEDOUT);
+            return errno_code(ETIMEDOUT);
         }
         if (auto alive = queue_.check_backend(); !alive) {
             return alive.error();

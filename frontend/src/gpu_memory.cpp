@@ -6,12 +6,6 @@
 
 namespace xenhsa::frontend::aql {
 
-namespace {
-
-std::error_code sys_error(int e) { return {e, std::generic_category()}; }
-
-}  // namespace
-
 Result<std::optional<uint32_t>> find_gpu_node(Client& client) {
     auto system = client.query_system();
     if (!system) {
@@ -32,7 +26,7 @@ Result<std::optional<uint32_t>> find_gpu_node(Client& client) {
 
 Result<GpuMemory> GpuMemory::create(Client& client, std::size_t pages, uint32_t node) {
     if (node >= 64) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     GpuMemory memory;
     auto buffer = client.allocate(pages, true);
@@ -64,11 +58,11 @@ Result<GpuMemory> GpuMemory::create(Client& client, std::size_t pages, uint32_t 
 
 Result<std::byte*> GpuMemory::carve(std::size_t bytes, std::size_t align) {
     if (align == 0 || (align & (align - 1)) != 0) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     const std::size_t at = (used_ + align - 1) & ~(align - 1);
     if (at < used_ || at > size() || size() - at < bytes) {
-        return sys_error(ENOMEM);
+        return errno_code(ENOMEM);
     }
     used_ = at + bytes;
     std::memset(data() + at, 0, bytes);

@@ -18,8 +18,6 @@ constexpr std::string_view kStateToken = "xenhsa-frontend-be-state";
 constexpr xen::DomId kDomIdMax = 0x7FEF;  // DOMID_FIRST_RESERVED - 1
 constexpr int kTxAttempts = 32;
 
-std::error_code sys_error(int e) { return {e, std::generic_category()}; }
-
 std::chrono::milliseconds left(Clock::time_point deadline) {
     const auto now = Clock::now();
     return now >= deadline ? std::chrono::milliseconds{0}
@@ -124,12 +122,12 @@ Result<void> GuestDevice::wait_backend(Clock::time_point deadline) {
     fds[1] = {events_.fd(), POLLIN, 0};
     const auto timeout = left(deadline);
     if (timeout.count() == 0) {
-        return sys_error(ETIMEDOUT);
+        return errno_code(ETIMEDOUT);
     }
     const int n =
         ::poll(fds.data(), fds.size(), static_cast<int>(std::min<int64_t>(timeout.count(), 1000)));
     if (n < 0 && errno != EINTR) {
-        return sys_error(errno);
+        return errno_code(errno);
     }
     if (n > 0 && (fds[0].revents & POLLIN) != 0) {
         drain_store_events();
@@ -190,7 +188,7 @@ Result<void> GuestDevice::publish_keys() {
             return committed.error();
         }
     }
-    return sys_error(EAGAIN);
+    return errno_code(EAGAIN);
 }
 
 Result<void> GuestDevice::handshake() {
@@ -244,7 +242,7 @@ Result<void> GuestDevice::handshake() {
         return versions.error();
     }
     if (!speaks_v1(versions.value())) {
-        return sys_error(EPROTONOSUPPORT);
+        return errno_code(EPROTONOSUPPORT);
     }
     uint64_t max_order = 0;
     if (auto v = store_.read(xen::kNoTx, be_path_ + "/" XENHSA_XS_MAX_RING_PAGE_ORDER); v) {
@@ -298,7 +296,7 @@ Result<void> GuestDevice::handshake() {
             break;
         }
         if (st.value() == XENHSA_XB_CLOSING || st.value() == XENHSA_XB_CLOSED) {
-            return sys_error(ECONNREFUSED);
+            return errno_code(ECONNREFUSED);
         }
         if (auto w = wait_backend(deadline); !w) {
             return w.error();
@@ -427,7 +425,7 @@ Result<void> GuestDevice::wait(std::chrono::milliseconds timeout) {
     const int n = ::poll(fds.data(), fds.size(),
                          static_cast<int>(std::clamp<int64_t>(timeout.count(), 0, 60000)));
     if (n < 0 && errno != EINTR) {
-        return sys_error(errno);
+        return errno_code(errno);
     }
     if (n > 0 && (fds[0].revents & POLLIN) != 0) {
         auto fired = events_.pending();

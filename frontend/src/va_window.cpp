@@ -11,35 +11,33 @@ namespace xenhsa::frontend {
 
 namespace {
 
-std::error_code sys_error(int e) { return {e, std::generic_category()}; }
-
 constexpr int kReserveFlags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
 
 }  // namespace
 
 Result<VaReservation> VaReservation::reserve(uint64_t size) {
     if (size == 0 || !xenhsa_page_aligned(size) || size >= XENHSA_VA_LIMIT) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     void* p = mmap(nullptr, size, PROT_NONE, kReserveFlags, -1, 0);
     if (p == MAP_FAILED) {
-        return sys_error(errno);
+        return errno_code(errno);
     }
     return VaReservation(reinterpret_cast<uintptr_t>(p), size);
 }
 
 Result<VaReservation> VaReservation::reserve_at(uint64_t base, uint64_t size) {
     if (!xenhsa_va_range_ok(base, size)) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     void* want = reinterpret_cast<void*>(static_cast<uintptr_t>(base));
     void* p = mmap(want, size, PROT_NONE, kReserveFlags | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == MAP_FAILED) {
-        return sys_error(errno == EEXIST ? EEXIST : errno);
+        return errno_code(errno == EEXIST ? EEXIST : errno);
     }
     if (p != want) {  // kernels before 4.17 treat the flag as a mere hint
         munmap(p, size);
-        return sys_error(EEXIST);
+        return errno_code(EEXIST);
     }
     return VaReservation(base, size);
 }
@@ -77,7 +75,7 @@ uint64_t VaAllocator::round_up(uint64_t bytes) noexcept {
 
 Result<uint64_t> VaAllocator::allocate(uint64_t bytes, uint64_t align) {
     if (bytes == 0 || bytes > size_ || align < XENHSA_PAGE_SIZE || (align & (align - 1)) != 0) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     const uint64_t len = round_up(bytes);
     for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -93,25 +91,25 @@ Result<uint64_t> VaAllocator::allocate(uint64_t bytes, uint64_t align) {
         }
         return at;
     }
-    return sys_error(ENOMEM);
+    return errno_code(ENOMEM);
 }
 
 Result<void> VaAllocator::claim(uint64_t va, uint64_t bytes) {
     const uint64_t len = round_up(bytes);
     if (bytes == 0 || !xenhsa_page_aligned(va) || len < bytes || va < base_ || len > size_ ||
         va - base_ > size_ - len) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     // The free range that starts at or before va must cover all of [va, va + len).
     auto it = free_.upper_bound(va);
     if (it == free_.begin()) {
-        return sys_error(EADDRINUSE);
+        return errno_code(EADDRINUSE);
     }
     --it;
     const uint64_t start = it->first;
     const uint64_t end = start + it->second;
     if (va + len > end) {
-        return sys_error(EADDRINUSE);
+        return errno_code(EADDRINUSE);
     }
     free_.erase(it);
     if (va > start) {
@@ -128,17 +126,17 @@ Result<void> VaAllocator::release(uint64_t va, uint64_t bytes) {
     const uint64_t len = round_up(bytes);
     if (bytes == 0 || !xenhsa_page_aligned(va) || len < bytes || va < base_ || len > size_ ||
         va - base_ > size_ - len) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     // No free range may overlap [va, va + len).
     auto next = free_.lower_bound(va);
     if (next != free_.end() && next->first < va + len) {
-        return sys_error(EINVAL);
+        return errno_code(EINVAL);
     }
     if (next != free_.begin()) {
         auto prev = std::prev(next);
         if (prev->first + prev->second > va) {
-            return sys_error(EINVAL);
+            return errno_code(EINVAL);
         }
     }
     uint64_t start = va;

@@ -16,7 +16,6 @@ namespace xenhsa::kfd_shim {
 
 namespace {
 
-constexpr uint64_t kMmapTypeEvents = uint64_t{2} << 62;
 constexpr uint64_t kUnsignaledSlot = ~uint64_t{0};  // UNSIGNALED_EVENT_SLOT
 constexpr uint32_t kMaxWaitEvents = 32;             // the agent's mask is 32 bits
 constexpr uint32_t kTimeoutInfinite = 0xffffffffu;  // kfd_events.h KFD_EVENT_TIMEOUT_INFINITE

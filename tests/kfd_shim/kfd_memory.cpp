@@ -21,11 +21,7 @@ constexpr uint64_t kPage = 4096;
 constexpr uint32_t kTypes = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT |
                             KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
                             KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP;
-// kfd_priv.h: the mmap offset's type (bits 63:62) and gpu_id (bits 61:46).
-constexpr uint64_t kMmapTypeDoorbell = uint64_t{3} << 62;
-constexpr uint64_t kMmapTypeEvents = uint64_t{2} << 62;
-constexpr uint64_t kMmapTypeMmio = uint64_t{0} << 62;
-constexpr uint64_t kMmapTypeMask = uint64_t{3} << 62;
+// kfd_priv.h: the mmap offset's gpu_id (bits 61:46).
 constexpr uint64_t kGpuIdOffset = uint64_t{kGpuId} << 46;
 constexpr const char* kBoMemfdName = "xenhsa-kfd-shim-bo";
 

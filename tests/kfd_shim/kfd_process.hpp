@@ -37,6 +37,12 @@
 
 namespace xenhsa::kfd_shim {
 
+// kfd_priv.h: the type of an mmap offset on /dev/kfd (bits 63:62).
+inline constexpr uint64_t kMmapTypeDoorbell = uint64_t{3} << 62;
+inline constexpr uint64_t kMmapTypeEvents = uint64_t{2} << 62;
+inline constexpr uint64_t kMmapTypeMmio = uint64_t{0} << 62;
+inline constexpr uint64_t kMmapTypeMask = uint64_t{3} << 62;
+
 enum class DomKind : uint8_t { pvh, pv };
 
 struct ShimOptions {

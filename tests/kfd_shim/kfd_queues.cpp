@@ -17,8 +17,6 @@ namespace xenhsa::kfd_shim {
 
 namespace {
 
-constexpr uint64_t kMmapTypeDoorbell = uint64_t{3} << 62;
-
 // HsaUserContextSaveAreaHeader's layout (hsakmttypes.h), as the CP reads it.
 struct CtxSaveHeader {
     uint32_t control_stack_offset;
@@ -211,7 +209,10 @@ void KfdProcess::evict_on_faults(std::stop_token stop) {
             if (queue.running) {
                 (void)gpu_->destroy_queue(queue.agent);
                 queue.running = false;
-                stopped += (stopped.empty() ? "" : ",") + std::to_string(id);
+                if (!stopped.empty()) {
+                    stopped += ',';
+                }
+                stopped += std::to_string(id);
             }
         }
         call_log().line("kfd VM_FAULT address=" + hex(fault.address) +

@@ -6,11 +6,11 @@
 
 namespace {
 
-constexpr uint64_t kVa = 0x100000000000ull;
+constexpr uint64_t kResponseVa = 0x100000000000ull;
 
 TEST(ProtoResponses, HelloGrantsOnlyWhatWasAskedInASaneWindow) {
     const xenhsa_hello_req req{1, 1, XENHSA_FEATURE_LEND, 0, 1ull << 32};
-    xenhsa_hello_rsp rsp{1, 16, XENHSA_FEATURE_LEND, kVa, 1ull << 32, 100, 100, 100, 15};
+    xenhsa_hello_rsp rsp{1, 16, XENHSA_FEATURE_LEND, kResponseVa, 1ull << 32, 100, 100, 100, 15};
     EXPECT_EQ(xenhsa_check_hello_rsp(&rsp, &req), XENHSA_STATUS_OK);
     auto bad = rsp;
     bad.features |= XENHSA_FEATURE_GPU;
@@ -45,7 +45,7 @@ TEST(ProtoResponses, QueryChunkStaysInsideTheResult) {
 }
 
 TEST(ProtoResponses, LendMustDescribeWhatWasLent) {
-    const xenhsa_lend_req req{kVa, 2, XENHSA_MAP_RW};
+    const xenhsa_lend_req req{kResponseVa, 2, XENHSA_MAP_RW};
     xenhsa_lend_rsp rsp{};
     rsp.handle = 9;
     rsp.npages = 2;

@@ -1,11 +1,8 @@
 #include "backend_gpu.hpp"
 
-#include <xenhsa/hsa/builtin_kernels.h>
-
-#include <cctype>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <xenhsa/hsa/builtin_kernel_env.hpp>
 
 namespace xenhsa::testing {
 
@@ -31,18 +28,8 @@ std::vector<std::string> builtin_kernel_env(const BackendGpu& gpu) {
     if (!gpu.shim()) {
         return env;
     }
-    const char* names[] = {XENHSA_KERNEL_NAME_FILL,       XENHSA_KERNEL_NAME_COPY,
-                           XENHSA_KERNEL_NAME_VECTOR_ADD, XENHSA_KERNEL_NAME_SAXPY,
-                           XENHSA_KERNEL_NAME_CHECKSUM,   XENHSA_KERNEL_NAME_OOB_READ};
-    for (int i = 0; i < XENHSA_KERNEL_COUNT_; ++i) {
-        std::string name = "XENHSA_KERNEL_";
-        for (const char* c = names[i]; *c != '\0'; ++c) {
-            name += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
-        }
-        char value[32];
-        std::snprintf(value, sizeof value, "=0x%llx",
-                      static_cast<unsigned long long>(XENHSA_BUILTIN_KERNEL_OBJECT(i)));
-        env.push_back(name + value);
+    for (auto& [name, value] : hsa::builtin_kernel_env()) {
+        env.push_back(name + "=" + value);
     }
     return env;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 extern "C" {
+#include <xenforeignmemory.h>
 #include <xentoollog.h>
 }
 
@@ -37,6 +38,8 @@ Result<std::string> c_string(std::string_view s) {
 void warn(const char* what, int err) noexcept {
     std::fprintf(stderr, "xenhsa: %s: %s\n", what, std::strerror(err));
 }
+
+void FmemClose::operator()(xenforeignmemory_handle* h) const noexcept { xenforeignmemory_close(h); }
 
 xentoollog_logger* silent_logger() noexcept { return &g_silent; }
 

@@ -10,11 +10,11 @@
 #include <xenhsa/xen/types.hpp>
 
 struct xentoollog_logger;
+struct xenforeignmemory_handle;
 
 namespace xenhsa::xen::real::detail {
 
-inline constexpr std::size_t kPageSize = 4096;        // XC_PAGE_SIZE; GrantMapping::kPageSize
-inline constexpr DomId kDomIdFirstReserved = 0x7FF0;  // DOMID_FIRST_RESERVED
+inline constexpr std::size_t kPageSize = 4096;  // XC_PAGE_SIZE; GrantMapping::kPageSize
 
 // The errno a libxen* call left behind. A library that failed without setting errno
 // still yields an error: EIO.
@@ -26,6 +26,11 @@ inline std::error_code last_error() noexcept {
 // free() for what libxenstore (and other C libraries) hand back with malloc().
 struct FreeDeleter {
     void operator()(void* p) const noexcept { std::free(p); }
+};
+
+// xenforeignmemory_close() as the deleter of a handle's owning pointer.
+struct FmemClose {
+    void operator()(xenforeignmemory_handle* h) const noexcept;
 };
 
 // A std::string_view as a C string: EINVAL when it has an embedded NUL, which the C

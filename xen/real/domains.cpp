@@ -19,7 +19,7 @@ public:
     [[nodiscard]] DomId self() const noexcept override { return self_; }
 
     Result<bool> alive(DomId domid) override {
-        if (domid >= detail::kDomIdFirstReserved) {
+        if (domid >= kDomIdFirstReserved) {
             return errno_code(EINVAL);
         }
         if (domctl_) {
@@ -61,7 +61,7 @@ Result<std::unique_ptr<Domains>> make_domains(std::unique_ptr<Store> store,
     if (!text) {
         return text.error();
     }
-    auto id = parse_store_uint(text.value(), detail::kDomIdFirstReserved - 1);
+    auto id = parse_store_uint(text.value(), kDomIdFirstReserved - 1);
     if (!id) {
         return id.error();
     }

@@ -19,9 +19,7 @@ namespace xenhsa::xen::real {
 
 namespace {
 
-struct FmemClose {
-    void operator()(xenforeignmemory_handle* h) const noexcept { xenforeignmemory_close(h); }
-};
+using detail::FmemClose;
 // Shared with every mapping, which must unmap through the handle it was made with.
 using FmemHandle = std::shared_ptr<xenforeignmemory_handle>;
 

@@ -28,10 +28,8 @@ namespace {
 
 using detail::kPageSize;
 
-struct FmemClose {
-    void operator()(xenforeignmemory_handle* h) const noexcept { xenforeignmemory_close(h); }
-};
-using FmemHandle = std::unique_ptr<xenforeignmemory_handle, FmemClose>;
+using detail::FmemClose;
+using UniqueFmem = std::unique_ptr<xenforeignmemory_handle, FmemClose>;
 
 class Fd {
 public:
@@ -78,7 +76,7 @@ struct OwnGrantTable::Impl {
     static constexpr std::size_t kFrameListOffset = 256;  // after the largest op struct
     static constexpr std::size_t kMaxFrames = (kPageSize - kFrameListOffset) / sizeof(xen_pfn_t);
 
-    Impl(Fd privcmd_fd, Fd hypercall_fd, std::byte* buffer, FmemHandle fmem_handle) noexcept
+    Impl(Fd privcmd_fd, Fd hypercall_fd, std::byte* buffer, UniqueFmem fmem_handle) noexcept
         : privcmd(std::move(privcmd_fd)),
           hypercall(std::move(hypercall_fd)),
           buf(buffer),
@@ -176,7 +174,7 @@ struct OwnGrantTable::Impl {
     Fd privcmd;
     Fd hypercall;
     std::byte* buf;
-    FmemHandle fmem;
+    UniqueFmem fmem;
 };
 
 std::unique_ptr<OwnGrantTable> OwnGrantTable::open() noexcept {
@@ -190,7 +188,7 @@ std::unique_ptr<OwnGrantTable> OwnGrantTable::open() noexcept {
     if (buf == MAP_FAILED) {
         return nullptr;
     }
-    FmemHandle fmem(xenforeignmemory_open(detail::silent_logger(), 0));
+    UniqueFmem fmem(xenforeignmemory_open(detail::silent_logger(), 0));
     std::unique_ptr<Impl> impl;
     if (fmem) {
         impl.reset(new (std::nothrow) Impl(std::move(privcmd), std::move(hypercall),

@@ -8,8 +8,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-std::error_code fail(std::errc e) { return errc(e); }
-
 bool is(const std::error_code& ec, std::errc e) { return ec == std::make_error_code(e); }
 
 Result<void> touch(OpContext& ctx, const std::vector<std::string>& paths) {
@@ -22,7 +20,7 @@ Result<void> touch(OpContext& ctx, const std::vector<std::string>& paths) {
 Result<const Node*> get_node(const Tree& tree, DomId caller, std::string_view path, unsigned need) {
     if (const Node* node = find(tree, path)) {
         if ((perm_for(caller, node->perms) & need) != need)
-            return fail(std::errc::permission_denied);
+            return errc(std::errc::permission_denied);
         return node;
     }
     const Node* ancestor = nullptr;
@@ -31,9 +29,9 @@ Result<const Node*> get_node(const Tree& tree, DomId caller, std::string_view pa
         ancestor = find(tree, p);  // "/" always exists
     }
     if ((perm_for(caller, ancestor->perms) & need) != 0) {
-        return fail(std::errc::no_such_file_or_directory);
+        return errc(std::errc::no_such_file_or_directory);
     }
-    return fail(std::errc::permission_denied);
+    return errc(std::errc::permission_denied);
 }
 
 void emit(OpContext& ctx, std::string_view path, bool exact, const PermList& perms,
@@ -72,7 +70,7 @@ Result<void> create(Tree& tree, OpContext& ctx, std::string_view path, std::stri
     if (!priv) {
         auto it = tree.owned.find(ctx.caller);
         const uint32_t owned = it == tree.owned.end() ? 0 : it->second;
-        if (owned + count > ctx.quotas->max_nodes) return fail(std::errc::no_space_on_device);
+        if (owned + count > ctx.quotas->max_nodes) return errc(std::errc::no_space_on_device);
     }
     std::vector<std::string> touched = missing;
     touched.emplace_back(existing);
@@ -116,7 +114,7 @@ Result<void> AccessLog::touch(const std::vector<std::string>& paths) {
     if (limit != 0) {
         std::size_t fresh = 0;
         for (const auto& p : paths) fresh += seen.contains(p) ? 0 : 1;
-        if (seen.size() + fresh > limit) return fail(std::errc::no_space_on_device);
+        if (seen.size() + fresh > limit) return errc(std::errc::no_space_on_device);
     }
     for (const auto& p : paths) {
         if (!seen.contains(p)) seen.emplace(p, gen_at(*start, p));
@@ -125,7 +123,7 @@ Result<void> AccessLog::touch(const std::vector<std::string>& paths) {
 }
 
 Result<std::string> op_read(const Tree& tree, OpContext& ctx, std::string_view path) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     if (auto r = touch(ctx, {std::string(path)}); !r) return r.error();
     auto node = get_node(tree, ctx.caller, path, kPermRead);
     if (!node) return node.error();
@@ -134,7 +132,7 @@ Result<std::string> op_read(const Tree& tree, OpContext& ctx, std::string_view p
 
 Result<std::vector<std::string>> op_directory(const Tree& tree, OpContext& ctx,
                                               std::string_view path) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     if (auto r = touch(ctx, {std::string(path)}); !r) return r.error();
     auto node = get_node(tree, ctx.caller, path, kPermRead);
     if (!node) return node.error();
@@ -145,7 +143,7 @@ Result<std::vector<std::string>> op_directory(const Tree& tree, OpContext& ctx,
 }
 
 Result<PermList> op_get_perms(const Tree& tree, OpContext& ctx, std::string_view path) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     if (auto r = touch(ctx, {std::string(path)}); !r) return r.error();
     auto node = get_node(tree, ctx.caller, path, kPermRead);
     if (!node) return node.error();
@@ -153,12 +151,12 @@ Result<PermList> op_get_perms(const Tree& tree, OpContext& ctx, std::string_view
 }
 
 Result<void> op_write(Tree& tree, OpContext& ctx, std::string_view path, std::string_view value) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     if (path.size() + 1 + value.size() > kStoreMaxPayload) {
-        return fail(std::errc::argument_list_too_long);  // E2BIG
+        return errc(std::errc::argument_list_too_long);  // E2BIG
     }
     if (!is_privileged(ctx.caller) && value.size() > ctx.quotas->max_value_size) {
-        return fail(std::errc::no_space_on_device);
+        return errc(std::errc::no_space_on_device);
     }
     auto node = get_node(tree, ctx.caller, path, kPermWrite);
     if (!node) {
@@ -175,7 +173,7 @@ Result<void> op_write(Tree& tree, OpContext& ctx, std::string_view path, std::st
 }
 
 Result<void> op_mkdir(Tree& tree, OpContext& ctx, std::string_view path) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     auto node = get_node(tree, ctx.caller, path, kPermWrite);
     if (node) return touch(ctx, {std::string(path)});  // exists: nothing changes
     if (!is(node.error(), std::errc::no_such_file_or_directory)) return node.error();
@@ -183,17 +181,17 @@ Result<void> op_mkdir(Tree& tree, OpContext& ctx, std::string_view path) {
 }
 
 Result<void> op_rm(Tree& tree, OpContext& ctx, std::string_view path) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     auto node = get_node(tree, ctx.caller, path, kPermWrite);
     if (!node) {
         if (!is(node.error(), std::errc::no_such_file_or_directory)) return node.error();
         // Missing already: fine if the parent exists (xenstored do_rm).
         const std::string parent(parent_of(path));
         if (auto r = touch(ctx, {std::string(path), parent}); !r) return r;
-        if (find(tree, parent) == nullptr) return fail(std::errc::no_such_file_or_directory);
+        if (find(tree, parent) == nullptr) return errc(std::errc::no_such_file_or_directory);
         return success();
     }
-    if (path == "/") return fail(std::errc::invalid_argument);
+    if (path == "/") return errc(std::errc::invalid_argument);
 
     const std::string parent_path(parent_of(path));
     const Node* parent = find(tree, parent_path);
@@ -221,7 +219,7 @@ Result<void> op_rm(Tree& tree, OpContext& ctx, std::string_view path) {
 
 Result<void> op_set_perms(Tree& tree, OpContext& ctx, std::string_view path,
                           const PermList& perms) {
-    if (!valid_node_path(path)) return fail(std::errc::invalid_argument);
+    if (!valid_node_path(path)) return errc(std::errc::invalid_argument);
     if (auto r = check_perm_list(ctx.caller, *ctx.quotas, perms); !r) return r;
     // The owner or dom0 only: kPermOwner never comes from a grant.
     auto node = get_node(tree, ctx.caller, path, kPermWrite | kPermOwner);
@@ -254,7 +252,7 @@ Result<void> apply_op(Tree& tree, OpContext& ctx, const Op& op) {
         case Op::Kind::set_perms:
             return op_set_perms(tree, ctx, op.path, op.perms);
     }
-    return fail(std::errc::invalid_argument);
+    return errc(std::errc::invalid_argument);
 }
 
 }  // namespace xenhsa::xen::sim::detail

@@ -13,10 +13,6 @@ namespace {
 using boost::outcome_v2::success;
 using detail::Op;
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;  // DOMID_FIRST_RESERVED
-
-std::error_code fail(std::errc e) { return errc(e); }
-
 std::string home_of(DomId dom) { return "/local/domain/" + std::to_string(dom); }
 
 }  // namespace
@@ -47,10 +43,10 @@ uint32_t StoreTree::Impl::transactions_of(DomId dom) const {
 
 Result<StoreTree::Impl::Target> StoreTree::Impl::target(ConnId id, TxId tx) {
     Connection* c = conn(id);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     if (tx == kNoTx) return Target{c, nullptr, &tree};
     auto it = c->transactions.find(tx);
-    if (it == c->transactions.end()) return fail(std::errc::no_such_file_or_directory);
+    if (it == c->transactions.end()) return errc(std::errc::no_such_file_or_directory);
     return Target{c, &it->second, &it->second.view};
 }
 
@@ -84,7 +80,7 @@ Result<void> StoreTree::Impl::change(ConnId id, TxId tx, Op op) {
     }
     // Inside a transaction: change the view, log the change, keep the events for later.
     if (!detail::is_privileged(ctx.caller) && trans->ops.size() >= quotas.max_transaction_nodes) {
-        return fail(std::errc::no_space_on_device);
+        return errc(std::errc::no_space_on_device);
     }
     if (auto r = detail::apply_op(trans->view, ctx, op); !r) return r;
     trans->ops.push_back(std::move(op));
@@ -94,7 +90,7 @@ Result<void> StoreTree::Impl::change(ConnId id, TxId tx, Op op) {
 Result<void> StoreTree::Impl::commit(Connection& c, Transaction& t) {
     for (const auto& [path, gen] : t.log.seen) {
         if (detail::gen_at(tree, path) != gen)
-            return fail(std::errc::resource_unavailable_try_again);
+            return errc(std::errc::resource_unavailable_try_again);
     }
     // Replay on a copy of the live tree (re-checking quotas), then install it atomically.
     detail::Tree work = tree;
@@ -132,7 +128,7 @@ StoreTree::StoreTree(StoreTree&&) noexcept = default;
 StoreTree& StoreTree::operator=(StoreTree&&) noexcept = default;
 
 Result<ConnId> StoreTree::open_connection(DomId dom) {
-    if (dom >= kDomIdFirstReserved) return fail(std::errc::invalid_argument);
+    if (dom >= kDomIdFirstReserved) return errc(std::errc::invalid_argument);
     while (impl_->next_conn == 0 || impl_->conns.contains(impl_->next_conn)) ++impl_->next_conn;
     const ConnId id = impl_->next_conn++;
     impl_->conns[id].dom = dom;
@@ -140,7 +136,7 @@ Result<ConnId> StoreTree::open_connection(DomId dom) {
 }
 
 Result<void> StoreTree::close_connection(ConnId conn) {
-    if (impl_->conns.erase(conn) == 0) return fail(std::errc::bad_file_descriptor);
+    if (impl_->conns.erase(conn) == 0) return errc(std::errc::bad_file_descriptor);
     return success();
 }
 
@@ -166,7 +162,7 @@ Result<PermList> StoreTree::get_perms(ConnId conn, std::string_view path, TxId t
     if (auto it = impl_->specials.find(path); it != impl_->specials.end()) {
         // Special nodes live outside the tree and outside transactions.
         if ((detail::perm_for(t.value().conn->dom, it->second) & detail::kPermRead) == 0) {
-            return fail(std::errc::permission_denied);
+            return errc(std::errc::permission_denied);
         }
         return it->second;
     }
@@ -199,7 +195,7 @@ Result<void> StoreTree::set_perms(ConnId conn, std::string_view path, const Perm
     if (auto r = detail::check_perm_list(caller, impl_->quotas, perms); !r) return r;
     constexpr unsigned kNeed = detail::kPermWrite | detail::kPermOwner;
     if ((detail::perm_for(caller, it->second) & kNeed) != kNeed) {
-        return fail(std::errc::permission_denied);
+        return errc(std::errc::permission_denied);
     }
     if (auto r = detail::check_owner_kept(caller, it->second, perms); !r) return r;
     it->second = perms;
@@ -208,10 +204,10 @@ Result<void> StoreTree::set_perms(ConnId conn, std::string_view path, const Perm
 
 Result<TxId> StoreTree::transaction_start(ConnId conn) {
     Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     const bool priv = detail::is_privileged(c->dom);
     if (!priv && impl_->transactions_of(c->dom) >= impl_->quotas.max_transactions) {
-        return fail(std::errc::no_space_on_device);
+        return errc(std::errc::no_space_on_device);
     }
     while (c->next_tx == kNoTx || c->transactions.contains(c->next_tx)) ++c->next_tx;
     const TxId id = c->next_tx++;
@@ -225,17 +221,17 @@ Result<TxId> StoreTree::transaction_start(ConnId conn) {
 
 Result<void> StoreTree::transaction_end(ConnId conn, TxId tx, bool commit) {
     Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     auto it = c->transactions.find(tx);
-    if (it == c->transactions.end()) return fail(std::errc::no_such_file_or_directory);
+    if (it == c->transactions.end()) return errc(std::errc::no_such_file_or_directory);
     auto ended = c->transactions.extract(it);  // the transaction ends whatever happens
     if (!commit) return success();
     return impl_->commit(*c, ended.mapped());
 }
 
 Result<void> StoreTree::introduce_domain(DomId dom) {
-    if (dom == 0 || dom >= kDomIdFirstReserved) return fail(std::errc::invalid_argument);
-    if (impl_->introduced.contains(dom)) return fail(std::errc::file_exists);
+    if (dom == 0 || dom >= kDomIdFirstReserved) return errc(std::errc::invalid_argument);
+    if (impl_->introduced.contains(dom)) return errc(std::errc::file_exists);
     std::vector<detail::PendingEvent> events;
     detail::OpContext ctx = impl_->live_context(0, events);
     const std::string home = home_of(dom);
@@ -249,7 +245,7 @@ Result<void> StoreTree::introduce_domain(DomId dom) {
 }
 
 Result<void> StoreTree::release_domain(DomId dom) {
-    if (impl_->introduced.erase(dom) == 0) return fail(std::errc::no_such_file_or_directory);
+    if (impl_->introduced.erase(dom) == 0) return errc(std::errc::no_such_file_or_directory);
     std::vector<detail::PendingEvent> events;
     detail::OpContext ctx = impl_->live_context(0, events);
     // A missing home (or /local/domain) is fine: there is nothing left to remove.
@@ -272,7 +268,7 @@ bool StoreTree::is_domain_introduced(DomId dom) const noexcept {
 }
 
 Result<void> StoreTree::fire_special(std::string_view name) {
-    if (!detail::is_special_path(name)) return fail(std::errc::invalid_argument);
+    if (!detail::is_special_path(name)) return errc(std::errc::invalid_argument);
     impl_->deliver_special(name);
     return success();
 }

@@ -11,8 +11,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-std::error_code fail(std::errc e) { return errc(e); }
-
 bool can_read(DomId dom, const PermList& perms) {
     return (detail::perm_for(dom, perms) & detail::kPermRead) != 0;
 }
@@ -89,18 +87,18 @@ void StoreTree::Impl::purge_unwatched(Connection& c, const Watch& removed) {
 
 Result<void> StoreTree::watch(ConnId conn, std::string_view path, std::string_view token) {
     Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     const bool special = detail::is_special_path(path);
-    if (!special && !detail::valid_node_path(path)) return fail(std::errc::invalid_argument);
-    if (token.find('\0') != std::string_view::npos) return fail(std::errc::invalid_argument);
+    if (!special && !detail::valid_node_path(path)) return errc(std::errc::invalid_argument);
+    if (token.find('\0') != std::string_view::npos) return errc(std::errc::invalid_argument);
     if (path.size() + 1 + token.size() + 1 > kStoreMaxPayload) {
-        return fail(std::errc::argument_list_too_long);
+        return errc(std::errc::argument_list_too_long);
     }
     for (const auto& w : c->watches) {
-        if (w.path == path && w.token == token) return fail(std::errc::file_exists);
+        if (w.path == path && w.token == token) return errc(std::errc::file_exists);
     }
     if (!detail::is_privileged(c->dom) && impl_->watches_of(c->dom) >= impl_->quotas.max_watches) {
-        return fail(std::errc::argument_list_too_long);  // E2BIG, as xenstored
+        return errc(std::errc::argument_list_too_long);  // E2BIG, as xenstored
     }
     c->watches.push_back(Impl::Watch{std::string(path), std::string(token)});
     // Fires once straight away, whatever the permissions and whether the node exists.
@@ -110,14 +108,14 @@ Result<void> StoreTree::watch(ConnId conn, std::string_view path, std::string_vi
 
 Result<void> StoreTree::unwatch(ConnId conn, std::string_view path, std::string_view token) {
     Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     if (!detail::is_special_path(path) && !detail::valid_node_path(path)) {
-        return fail(std::errc::invalid_argument);
+        return errc(std::errc::invalid_argument);
     }
     auto it = std::find_if(c->watches.begin(), c->watches.end(), [&](const Impl::Watch& w) {
         return w.path == path && w.token == token;
     });
-    if (it == c->watches.end()) return fail(std::errc::no_such_file_or_directory);
+    if (it == c->watches.end()) return errc(std::errc::no_such_file_or_directory);
     const Impl::Watch removed = std::move(*it);
     c->watches.erase(it);
     impl_->purge_unwatched(*c, removed);
@@ -126,7 +124,7 @@ Result<void> StoreTree::unwatch(ConnId conn, std::string_view path, std::string_
 
 Result<std::optional<WatchEvent>> StoreTree::next_event(ConnId conn) {
     Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     if (c->queue.empty()) return std::optional<WatchEvent>{};
     std::optional<WatchEvent> ev(std::move(c->queue.front()));
     c->queue.pop_front();
@@ -135,13 +133,13 @@ Result<std::optional<WatchEvent>> StoreTree::next_event(ConnId conn) {
 
 Result<std::size_t> StoreTree::pending_events(ConnId conn) const {
     const Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     return c->queue.size();
 }
 
 Result<uint64_t> StoreTree::dropped_events(ConnId conn) const {
     const Impl::Connection* c = impl_->conn(conn);
-    if (c == nullptr) return fail(std::errc::bad_file_descriptor);
+    if (c == nullptr) return errc(std::errc::bad_file_descriptor);
     return c->dropped;
 }
 

@@ -7,8 +7,6 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
-
 TEST(Pin, MustLieInWritableMapsUnlessReadOnly) {
     GpuHarness h;
     const uint64_t b = h.base;

@@ -6,8 +6,6 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
-
 xenhsa_lend_req lend_req(uint64_t va, uint32_t npages, bool rw = true) {
     xenhsa_lend_req r{};
     r.va = va;

@@ -7,8 +7,6 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
-
 TEST(Map, InlinePagesAppearAtTheGuestsAddress) {
     RequestsHarness h;
     const uint64_t base = h.connect();

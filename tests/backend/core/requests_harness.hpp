@@ -35,6 +35,9 @@ Wire payload_of(const Reply& r) {
 
 inline constexpr uint64_t kWindowSize = 1ull << 30;
 
+// A guest VA as the pointer the backend maps at (a guest's VA is the worker's VA).
+inline void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
+
 struct HarnessOptions {
     bool gpu = true;
     bool sharer = true;

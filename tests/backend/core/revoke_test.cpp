@@ -5,8 +5,6 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-void* at(uint64_t va) { return reinterpret_cast<void*>(va); }
-
 TEST(Revoke, MapWithAPinAndALiveQueueInTheFixedOrder) {
     GpuHarness h;
     const auto s = h.map_pin_queue(h.base);

@@ -8,9 +8,11 @@ namespace xenhsa::hsa::test {
 
 namespace {
 
-constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
+constexpr uint64_t kPageBytes = XENHSA_PAGE_SIZE;
 
-bool page_range(Va va, uint64_t size) { return size != 0 && va % kPage == 0 && size % kPage == 0; }
+bool page_range(Va va, uint64_t size) {
+    return size != 0 && va % kPageBytes == 0 && size % kPageBytes == 0;
+}
 
 }  // namespace
 

@@ -9,8 +9,6 @@ namespace xenhsa::hsa::soft_test {
 namespace {
 
 const std::error_code kTimedOut = std::make_error_code(std::errc::timed_out);
-const std::error_code kNoEnt = std::make_error_code(std::errc::no_such_file_or_directory);
-const std::error_code kInval = std::make_error_code(std::errc::invalid_argument);
 
 class EventsTest : public SoftAgentTest {
 protected:

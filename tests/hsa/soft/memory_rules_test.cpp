@@ -7,10 +7,8 @@
 namespace xenhsa::hsa::soft_test {
 namespace {
 
-const std::error_code kInval = std::make_error_code(std::errc::invalid_argument);
 const std::error_code kBusy = std::make_error_code(std::errc::device_or_resource_busy);
 const std::error_code kFault = std::make_error_code(std::errc::bad_address);
-const std::error_code kNoEnt = std::make_error_code(std::errc::no_such_file_or_directory);
 const std::error_code kNoMem = std::make_error_code(std::errc::not_enough_memory);
 
 template <class T>

@@ -28,6 +28,8 @@ namespace xenhsa::hsa::soft_test {
 using namespace xenhsa::hsa::soft_testing;  // NOLINT: test vocabulary
 
 inline constexpr uint32_t kWaitMs = 10'000;  // bounded waits only guard against hangs
+inline const std::error_code kNoEnt = std::make_error_code(std::errc::no_such_file_or_directory);
+inline const std::error_code kInval = std::make_error_code(std::errc::invalid_argument);
 
 // The protection of the mapping holding `va`, as /proc/self/maps shows it ("rw-p").
 inline std::string protection_at(Va va) {

@@ -10,9 +10,6 @@
 namespace xenhsa::hsa::soft_test {
 namespace {
 
-const std::error_code kNoEnt = std::make_error_code(std::errc::no_such_file_or_directory);
-const std::error_code kInval = std::make_error_code(std::errc::invalid_argument);
-
 class TopologyTest : public SoftAgentTest {
 protected:
     TopologyTest()

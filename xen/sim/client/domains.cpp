@@ -7,8 +7,6 @@ namespace xenhsa::xen::sim::client {
 
 namespace {
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;
-
 class SimDomains final : public Domains {
 public:
     explicit SimDomains(Channel ch) noexcept : ch_(std::move(ch)) {}

@@ -7,8 +7,6 @@ namespace xenhsa::xen::sim::client {
 
 namespace {
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;
-
 class SimGrantUsage final : public GrantUsage {
 public:
     explicit SimGrantUsage(Channel ch) noexcept : ch_(std::move(ch)) {}

@@ -22,6 +22,9 @@ struct Domain {
     std::set<ConnKey> conns;  // attached connections
 };
 
+// A domain's home directory in xenstore.
+inline std::string home_of(DomId id) { return "/local/domain/" + std::to_string(id); }
+
 }  // namespace xenhsa::xen::sim::daemon
 
 #endif

@@ -17,7 +17,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;
 constexpr uint64_t kMaxRamPages = uint64_t{1} << 32;
 
 bool valid_name(std::string_view name) {
@@ -27,8 +26,6 @@ bool valid_name(std::string_view name) {
                ch == '_' || ch == '.' || ch == '-';
     });
 }
-
-std::string home_of(DomId id) { return "/local/domain/" + std::to_string(id); }
 
 }  // namespace
 

@@ -21,7 +21,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;
 // The kernel's default for net.unix.max_dgram_qlen, if it cannot be read.
 constexpr uint32_t kDefaultQueueLimit = 10;
 

@@ -16,7 +16,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-constexpr DomId kDomIdFirstReserved = 0x7FF0;
 // Pages one connection may have mapped at once (Xen bounds a domain's maptrack table).
 constexpr uint64_t kMaxMappedPages = uint64_t{1} << 20;
 // Runs per map reply message: keeps the tail inline.

@@ -14,8 +14,6 @@ namespace {
 
 using wire::Op;
 
-std::string home_of(DomId id) { return "/local/domain/" + std::to_string(id); }
-
 bool is_child(std::string_view child, std::string_view parent) {
     if (parent == "/" || child == parent) return true;
     return child.size() > parent.size() && child.substr(0, parent.size()) == parent &&

@@ -11,6 +11,7 @@ template <class T>
 using Result = boost::outcome_v2::result<T, std::error_code>;
 
 inline std::error_code errc(std::errc e) noexcept { return std::make_error_code(e); }
+inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
 
 }  // namespace xenhsa::frontend
 

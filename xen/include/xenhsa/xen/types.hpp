@@ -12,8 +12,9 @@ using DomId = uint16_t;     // domid_t
 using GrantRef = uint32_t;  // grant_ref_t
 using Port = uint32_t;      // evtchn_port_t
 
-inline constexpr DomId kDomIdSelf = 0x7FF0;     // DOMID_SELF
-inline constexpr DomId kDomIdInvalid = 0x7FF4;  // DOMID_INVALID
+inline constexpr DomId kDomIdSelf = 0x7FF0;           // DOMID_SELF
+inline constexpr DomId kDomIdFirstReserved = 0x7FF0;  // DOMID_FIRST_RESERVED: no domain's id
+inline constexpr DomId kDomIdInvalid = 0x7FF4;        // DOMID_INVALID
 
 // Every fallible seam call returns Result<T>: a value or a std::error_code (errno values
 // in std::generic_category(), as the libxen* libraries report them).
