@@ -229,10 +229,14 @@ int main(int argc, char** argv) {
     const nlohmann::json devices =
         list != answer->end() && list->is_array() ? *list : nlohmann::json::array();
     const uint64_t violations = counter(*answer, "confinement_violations");
+    const nlohmann::json cpu_groups = answer->value("cpu_groups", nlohmann::json());
     if (json) {
         nlohmann::json out{{key, devices}};
         if (*status) {
             out["confinement_violations"] = violations;
+            if (cpu_groups.is_object()) {
+                out["cpu_groups"] = cpu_groups;
+            }
         }
         std::cout << out.dump() << '\n';
     } else if (*status) {
@@ -242,6 +246,10 @@ int main(int argc, char** argv) {
                 "%llu worker(s) killed by their seccomp filter (confinement "
                 "violations; see the backend's log)\n",
                 static_cast<unsigned long long>(violations));
+        }
+        if (cpu_groups.is_object() && !cpu_groups.value("enabled", true)) {
+            std::printf("CPU not shared out per guest: %s\n",
+                        cpu_groups.value("why", std::string("?")).c_str());
         }
     } else if (*revoke) {
         if (*handle_opt) {

@@ -44,6 +44,17 @@ int Supervisor::run() {
         }
     });
     wait_children();
+    cpu_groups_ = CpuGroups::open();
+    if (cpu_groups_.enabled()) {
+        log_->info("each worker gets an equal CPU share of its own under {}",
+                   cpu_groups_.dir().string());
+        cpu_groups_.sweep();
+    } else {
+        log_->warn(
+            "CPU is not shared out per guest (one guest's threads can crowd out the "
+            "others): {}",
+            cpu_groups_.why_disabled());
+    }
     adopt_workers();
     if (auto listening = control_.listen(); !listening) {
         log_->error("cannot serve the control socket {}: {}", options_.control_socket.string(),

@@ -9,15 +9,23 @@
 
 namespace xenhsa::backend::service::supervision {
 
+nlohmann::json Supervisor::cpu_groups_status() const {
+    if (!cpu_groups_.enabled()) {
+        return {{"enabled", false}, {"why", cpu_groups_.why_disabled()}};
+    }
+    return {{"enabled", true}, {"dir", cpu_groups_.dir().string()}};
+}
+
 void Supervisor::on_control(const nlohmann::json& request, ControlServer::Reply reply) {
     const auto op = json_string(request, "op");
     if (shutting_down_) {
         reply(error_reply("the backend is shutting down"));
     } else if (op == op::status) {
         ask_workers(std::nullopt, nlohmann::json{{"op", op::status}}, "domains",
-                    [reply = std::move(reply),
-                     total = confinement_violations_](nlohmann::json answer) mutable {
+                    [reply = std::move(reply), total = confinement_violations_,
+                     cpu = cpu_groups_status()](nlohmann::json answer) mutable {
                         answer["confinement_violations"] = total;
+                        answer["cpu_groups"] = std::move(cpu);
                         reply(std::move(answer));
                     });
     } else if (op == op::revoke) {

@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 #include <xenhsa/backend/service/control_server.hpp>
+#include <xenhsa/backend/service/cpu_groups.hpp>
 #include <xenhsa/backend/service/pool_shares.hpp>
 #include <xenhsa/backend/service/store_pump.hpp>
 #include <xenhsa/backend/service/supervisor.hpp>
@@ -100,6 +101,8 @@ private:
     // Workers a crashed supervisor left, handed back by the service manager
     // (worker_fd_store.hpp): each serves its device on.
     void adopt_workers();
+    // Whether workers get CPU shares of their own, where, or why not (for `status`).
+    [[nodiscard]] nlohmann::json cpu_groups_status() const;
     void adopted_worker_ended(const DeviceId& id);
 
     // The device has no worker: make the frontend see Closed (only while the device's
@@ -148,6 +151,7 @@ private:
     std::map<DeviceId, Device> devices_;
     PoolShares shares_;
     uint32_t cpus_ = usable_cpus();  // agent threads are shared out of these
+    CpuGroups cpu_groups_;           // a CPU share per worker (opened by run())
     bool usage_warned_ = false;
     uint64_t confinement_violations_ = 0;  // workers killed by their seccomp filter, in all
     bool shutting_down_ = false;

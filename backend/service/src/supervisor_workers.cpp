@@ -55,6 +55,12 @@ void Supervisor::start_worker(Device& dev) {
         return;
     }
     dev.worker = std::move(worker).value();
+    if (cpu_groups_.enabled()) {
+        if (auto placed = cpu_groups_.place(dev.worker->pid()); !placed) {
+            log_->warn("device {}: worker {} has no CPU share of its own: {}", to_string(dev.id),
+                       dev.worker->pid(), placed.error().message());
+        }
+    }
     dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
     if (WorkerFdStore::keep(dev.id, dev.worker->pid(), dev.worker->channel_fd())) {
         log_->debug("device {}: worker {}'s channel kept by the service manager", to_string(dev.id),
@@ -215,6 +221,7 @@ void Supervisor::worker_ended(Device& dev, std::optional<int> wait_status) {
     dev.worker.reset();
     dev.kill.cancel();
     WorkerFdStore::drop(dev.id, pid);
+    cpu_groups_.remove(pid);
     const int status = wait_status.value_or(0);
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!wait_status) {

@@ -26,6 +26,7 @@
 #include <string>
 #include <thread_confinement.hpp>
 #include <vector>
+#include <xenhsa/backend/service/cpu_groups.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/sim/client.hpp>
 
@@ -39,6 +40,8 @@ namespace sim = xenhsa::xen::sim;
 using namespace std::chrono_literals;
 using namespace xenhsa::test;
 using xenhsa::backend::service::backend_dir;
+using xenhsa::backend::service::cpu_cgroup_of;
+using xenhsa::backend::service::CpuGroups;
 using xenhsa::backend::service::DeviceId;
 using xenhsa::backend::service::frontend_dir;
 using xenhsa::testing::eventually;
@@ -458,6 +461,67 @@ TEST_F(ServiceTest, ACompromisedWorkerIsRefusedWhatReachesBeyondItsGuest) {
     EXPECT_EQ(be_read(b, "state"), "4");
     EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
     EXPECT_EQ(device(b).value("confinement_violations", 0), 0);
+}
+
+// A guest's threads compete for the CPU as one guest: each worker, every thread of it, in a
+// CPU group of its own with the weight of every other worker's; the group goes with it.
+TEST_F(ServiceTest, EachWorkerHasACpuShareOfItsOwn) {
+    start_backend();
+    const auto a = add_guest("guest-a");
+    const auto b = add_guest("guest-b");
+    connect(a);
+    connect(b);
+    const auto groups = status().value("cpu_groups", nlohmann::json::object());
+    if (!groups.value("enabled", false)) {
+        GTEST_SKIP() << "no CPU groups on this host: " << groups.dump();
+    }
+    const std::filesystem::path dir = groups.value("dir", "");
+    const auto cgroup_of = [](const std::filesystem::path& proc) {
+        std::ifstream in(proc / "cgroup");
+        const std::string text((std::istreambuf_iterator<char>(in)), {});
+        const auto cg = cpu_cgroup_of(text);
+        return cg ? cg->path : std::string("?");
+    };
+    const auto weight_of = [](const std::filesystem::path& group) {
+        for (const char* file : {"cpu.weight", "cpu.shares"}) {
+            std::ifstream in(group / file);
+            std::string value;
+            if (in >> value) {
+                return value;
+            }
+        }
+        return std::string("?");
+    };
+    std::vector<std::string> weights;
+    for (const xen::DomId fe : {a, b}) {
+        const pid_t pid = worker_pid(fe);
+        ASSERT_GT(pid, 0);
+        const std::string group = std::string(CpuGroups::kPrefix) + std::to_string(pid);
+        const std::filesystem::path proc = "/proc/" + std::to_string(pid);
+        std::size_t threads = 0;
+        for (const auto& task : std::filesystem::directory_iterator(proc / "task")) {
+            EXPECT_EQ(std::filesystem::path(cgroup_of(task.path())).filename(), group)
+                << task.path();
+            ++threads;
+        }
+        EXPECT_GE(threads, 1u);
+        weights.push_back(weight_of(dir / group));
+    }
+    EXPECT_NE(weights[0], "?");
+    EXPECT_EQ(weights[0], weights[1]);
+    EXPECT_EQ(std::filesystem::path(cgroup_of("/proc/" + std::to_string(backend_->pid())))
+                  .filename()
+                  .string()
+                  .rfind(CpuGroups::kPrefix, 0),
+              std::string::npos)
+        << "the supervisor is in no worker's group";
+
+    const pid_t pid_a = worker_pid(a);
+    ASSERT_TRUE(sim::destroy_domain(sim_.dir(), a));
+    EXPECT_TRUE(eventually([&] { return process_gone(pid_a); }));
+    const auto group_a = dir / (std::string(CpuGroups::kPrefix) + std::to_string(pid_a));
+    EXPECT_TRUE(eventually([&] { return !std::filesystem::exists(group_a); })) << group_a;
+    EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
 }
 
 TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {
