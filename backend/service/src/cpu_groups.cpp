@@ -117,9 +117,8 @@ CpuGroups CpuGroups::open(const std::filesystem::path& root) {
         groups.why_.clear();
         return groups;
     }
-    std::filesystem::path base = std::filesystem::exists(root / "cgroup.controllers")
-                                     ? root
-                                     : root / "unified";
+    std::filesystem::path base =
+        std::filesystem::exists(root / "cgroup.controllers") ? root : root / "unified";
     std::filesystem::path dir = base / relative;
     const bool in_leaf = dir.filename() == kSupervisorLeaf;
     if (in_leaf) {

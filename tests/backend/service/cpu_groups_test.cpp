@@ -13,8 +13,8 @@ TEST(CpuCgroupOf, UnifiedHostUsesItsOnlyLine) {
 }
 
 TEST(CpuCgroupOf, HybridHostKeepsCpuInVersionOne) {
-    const auto cg = cpu_cgroup_of(
-        "9:name=systemd:/\n4:memory:/m\n2:cpu,cpuacct:/x/y\n0::/unified-path\n");
+    const auto cg =
+        cpu_cgroup_of("9:name=systemd:/\n4:memory:/m\n2:cpu,cpuacct:/x/y\n0::/unified-path\n");
     ASSERT_TRUE(cg);
     EXPECT_FALSE(cg->unified);
     EXPECT_EQ(cg->path, "/x/y");

@@ -132,6 +132,16 @@ protected:
         return eventually([&] { return be_read(fe, "state") == state; });
     }
 
+    // A backend serving two connected guests, "guest-a" and "guest-b".
+    std::pair<xen::DomId, xen::DomId> start_with_two_guests() {
+        start_backend();
+        const auto a = add_guest("guest-a");
+        const auto b = add_guest("guest-b");
+        connect(a);
+        connect(b);
+        return {a, b};
+    }
+
     nlohmann::json status() {
         const auto r =
             run({XENHSA_CTL_BINARY, "--sim-dir", sim_.dir().string(), "status", "--json"});
@@ -289,11 +299,7 @@ TEST_F(ServiceTest, MalformedStoreValuesCloseTheDeviceWithAnErrorNode) {
 }
 
 TEST_F(ServiceTest, KilledWorkerTouchesOnlyItsGuest) {
-    start_backend();
-    const auto a = add_guest("guest-a");
-    const auto b = add_guest("guest-b");
-    connect(a);
-    connect(b);
+    const auto [a, b] = start_with_two_guests();
     const pid_t pid_a = worker_pid(a);
     const pid_t pid_b = worker_pid(b);
     ASSERT_GT(pid_a, 0);
@@ -370,11 +376,7 @@ TEST_F(ServiceTest, WorkersRunConfined) {
 }
 
 TEST_F(ServiceTest, AForbiddenSystemCallKillsOnlyThatWorker) {
-    start_backend();
-    const auto a = add_guest("guest-a");
-    const auto b = add_guest("guest-b");
-    connect(a);
-    connect(b);
+    const auto [a, b] = start_with_two_guests();
     const pid_t pid_a = worker_pid(a);
     const pid_t pid_b = worker_pid(b);
     ASSERT_GT(pid_a, 0);
@@ -466,11 +468,7 @@ TEST_F(ServiceTest, ACompromisedWorkerIsRefusedWhatReachesBeyondItsGuest) {
 // A guest's threads compete for the CPU as one guest: each worker, every thread of it, in a
 // CPU group of its own with the weight of every other worker's; the group goes with it.
 TEST_F(ServiceTest, EachWorkerHasACpuShareOfItsOwn) {
-    start_backend();
-    const auto a = add_guest("guest-a");
-    const auto b = add_guest("guest-b");
-    connect(a);
-    connect(b);
+    const auto [a, b] = start_with_two_guests();
     const auto groups = status().value("cpu_groups", nlohmann::json::object());
     if (!groups.value("enabled", false)) {
         GTEST_SKIP() << "no CPU groups on this host: " << groups.dump();
@@ -525,11 +523,7 @@ TEST_F(ServiceTest, EachWorkerHasACpuShareOfItsOwn) {
 }
 
 TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {
-    start_backend();
-    const auto a = add_guest("guest-a");
-    const auto b = add_guest("guest-b");
-    connect(a);
-    connect(b);
+    const auto [a, b] = start_with_two_guests();
     const pid_t pid_a = worker_pid(a);
     ASSERT_GT(pid_a, 0);
 
