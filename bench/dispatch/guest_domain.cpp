@@ -19,7 +19,7 @@ std::string next_name() {
 }  // namespace
 
 GuestDomain::GuestDomain(const std::filesystem::path& sim_dir, std::size_t ram_pages,
-                         frontend::ClientOptions options)
+                         frontend::ClientOptions options, uint64_t features)
     : domid_(take(xen::sim::create_domain(sim_dir, next_name(), ram_pages), "create domain")) {
     {
         xen::Platform dom0 = take(xen::sim::attach(sim_dir, 0), "attach dom0");
@@ -33,7 +33,7 @@ GuestDomain::GuestDomain(const std::filesystem::path& sim_dir, std::size_t ram_p
     client_ =
         std::make_unique<frontend::Client>(*device_, *platform_.sharer, *platform_.grants, options);
     frontend::HelloOptions hello;
-    hello.features = XENHSA_FEATURES_V1;
+    hello.features = features;
     (void)take(client_->hello(hello), "hello");
 }
 

@@ -30,9 +30,10 @@ inline constexpr std::chrono::milliseconds kGuestTimeout{10000};
 class GuestDomain {
 public:
     // Throws std::runtime_error on any failure. `options.timeout` is kGuestTimeout unless
-    // given.
+    // given; HELLO asks for `features`.
     GuestDomain(const std::filesystem::path& sim_dir, std::size_t ram_pages,
-                frontend::ClientOptions options = {kGuestTimeout});
+                frontend::ClientOptions options = {kGuestTimeout},
+                uint64_t features = XENHSA_FEATURES_V1);
     GuestDomain(const GuestDomain&) = delete;
     GuestDomain& operator=(const GuestDomain&) = delete;
     ~GuestDomain();

@@ -29,6 +29,14 @@
 //     process=NAME pid=... rss_kib=... pss_kib=...
 //     baseline=/bin/sleep rss_kib=... pss_kib=...
 //     worker_pss_kib=... baseline_pss_kib=... worker_pss_vs_baseline=<worker / sleep>
+//   fairness   one guest's SDMA copies (4 MiB and a fence, again and again) alone, then
+//              while another guest keeps --hog-queues SDMA queues on the worst rectangle
+//              copy a packet can describe (8 TiB of overlapping rows over 1 MiB);
+//              baseline memcpy of as many bytes on one thread.
+//     fairness_hog_queues=64 ... cpu_groups=yes|no solo_copy_gb_s=... loaded_copy_gb_s=...
+//       hog_worker_cpu_share=... victim_worker_cpu_share=... hog_queues_destroy_ms=...
+//     baseline=memcpy memcpy_gb_s=...   solo_vs_memcpy=... loaded_vs_memcpy=...
+//     fairness_loaded_vs_solo=<loaded / solo>                          (target >= 0.4)
 //
 // Ratios of times and of memory are ours over the baseline: lower is better. Ratios of
 // throughput are ours over the baseline: higher is better. --rounds rounds per section,
@@ -42,6 +50,7 @@
 
 #include "aggregate.hpp"
 #include "embedded_services.hpp"
+#include "fairness.hpp"
 #include "idle_cpu.hpp"
 #include "map_revoke.hpp"
 #include "process_memory.hpp"
@@ -57,12 +66,14 @@ int main(int argc, char** argv) {
     uint32_t aggregate_ms = 1000;
     uint32_t idle_settle_ms = 500;
     uint32_t idle_window_ms = 2000;
+    FairnessOptions fairness;
+    uint32_t fairness_ms = 1000;
 
     CLI::App app{
-        "What guests cost the service side (MAP/revoke, aggregate dispatch, idle CPU, "
+        "What guests cost the service side (MAP/revoke, aggregate dispatch, idle CPU, fairness, "
         "memory), each figure beside a physical baseline measured in the same run"};
     app.add_option("--section", sections, "run only these sections (repeatable; default: all)")
-        ->check(CLI::IsMember({"map", "aggregate", "idle", "memory"}));
+        ->check(CLI::IsMember({"map", "aggregate", "idle", "memory", "fairness"}));
     app.add_option("--rounds", rounds, "rounds per section (median reported)")
         ->check(CLI::Range(1u, 100u))
         ->capture_default_str();
@@ -87,6 +98,12 @@ int main(int argc, char** argv) {
     app.add_option("--idle-window-ms", idle_window_ms, "idle: measured window")
         ->check(CLI::Range(100u, 600000u))
         ->capture_default_str();
+    app.add_option("--hog-queues", fairness.hog_queues, "fairness: the attacker's SDMA queues")
+        ->check(CLI::Range(1u, 64u))
+        ->capture_default_str();
+    app.add_option("--fairness-ms", fairness_ms, "fairness: measured window per round")
+        ->check(CLI::Range(100u, 600000u))
+        ->capture_default_str();
     app.add_option("--bin-dir", bin_dir, "where xenhsa-sim and xenhsa-backend are")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
@@ -97,6 +114,8 @@ int main(int argc, char** argv) {
     idle.rounds = rounds;
     idle.settle = std::chrono::milliseconds(idle_settle_ms);
     idle.window = std::chrono::milliseconds(idle_window_ms);
+    fairness.rounds = rounds;
+    fairness.window = std::chrono::milliseconds(fairness_ms);
     const auto wanted = [&](const std::string& name) {
         return sections.empty() ||
                std::find(sections.begin(), sections.end(), name) != sections.end();
@@ -121,6 +140,11 @@ int main(int argc, char** argv) {
             std::printf("section=memory\n");
             std::fflush(stdout);
             run_process_memory(bin_dir, MemoryOptions{rounds});
+        }
+        if (wanted("fairness")) {
+            std::printf("section=fairness\n");
+            std::fflush(stdout);
+            run_fairness(bin_dir, fairness);
         }
     } catch (const std::exception& e) {
         std::fflush(stdout);

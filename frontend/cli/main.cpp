@@ -220,11 +220,12 @@ int main(int argc, char** argv) {
                                 [&] { return run_hostile(global, hostile); });
     hostile_cmd->add_option("--mode", hostile.mode, "what to break")
         ->required()
-        ->check(
-            CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
-                           "doorbell-garbage", "hello-again", "notify-scribble", "event-flood"}));
-    hostile_cmd->add_option("--count", hostile.count,
-                            "garbage: requests to send; event-flood: thousands of kicks");
+        ->check(CLI::IsMember({"overflow", "garbage", "forged-handle", "bad-grefs", "va-outside",
+                               "doorbell-garbage", "hello-again", "notify-scribble", "event-flood",
+                               "doorbell-flood"}));
+    hostile_cmd->add_option(
+        "--count", hostile.count,
+        "garbage: requests to send; event-flood, doorbell-flood: thousands of kicks");
     hostile_cmd->add_option("--seed", hostile.seed, "random seed");
 
     CLI11_PARSE(app, argc, argv);

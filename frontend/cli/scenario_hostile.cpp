@@ -10,7 +10,9 @@
 #include <random>
 #include <thread>
 #include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/gpu_memory.hpp>
 #include <xenhsa/frontend/grant_list.hpp>
+#include <xenhsa/frontend/queue_memory.hpp>
 
 #include "harness.hpp"
 #include "scenarios.hpp"
@@ -252,13 +254,14 @@ void doorbell_garbage(Report& report, Harness& h, const HostileOptions& hostile)
     check_survives(report, h);
 }
 
-// Kicks without work, as fast as it can (XSA-332): the backend slows this guest's wake-ups
-// down and keeps serving it.
-void event_flood(Report& report, Harness& h, const HostileOptions& hostile) {
+// `count` thousand kicks as fast as it can, `before_each(i)` ahead of kick i.
+template <class F>
+void kick_flood(Report& report, Harness& h, const HostileOptions& hostile, F&& before_each) {
     const uint64_t kicks = uint64_t{std::max<uint32_t>(hostile.count, 1)} * 1000;
     const auto start = Clock::now();
     uint64_t sent = 0;
     for (; sent < kicks; ++sent) {
+        before_each(sent);
         if (!h.device().kick()) {
             break;
         }
@@ -267,6 +270,35 @@ void event_flood(Report& report, Harness& h, const HostileOptions& hostile) {
     report.check("kicks-sent", sent == kicks,
                  fmt::format("kicks={} seconds={:.3f} kicks_per_s={:.0f}", sent, seconds,
                              seconds > 0 ? static_cast<double>(sent) / seconds : 0.0));
+}
+
+// Kicks without work, as fast as it can (XSA-332): the backend slows this guest's wake-ups
+// down and keeps serving it.
+void event_flood(Report& report, Harness& h, const HostileOptions& hostile) {
+    kick_flood(report, h, hostile, [](uint64_t) {});
+    check_survives(report, h);
+}
+
+// Kicks that each move a queue's doorbell but bring no packet: the backend counts them as
+// spurious too (a doorbell is work only when the GPU takes packets behind it).
+void doorbell_flood(Report& report, Harness& h, const HostileOptions& hostile) {
+    Client& client = h.client();
+    auto node = aql::find_gpu_node(client);
+    if (!report.check("gpu-node", node && node.value().has_value())) {
+        return;
+    }
+    QueueSpec spec;
+    spec.node = *node.value();
+    spec.ring_bytes = XENHSA_QUEUE_RING_MIN;
+    auto queue = QueueMemory::create(client, spec);
+    if (!report.check("queue-create", queue)) {
+        return;
+    }
+    xenhsa_doorbell_page& page = h.device().doorbell_page();
+    const uint32_t doorbell = queue.value().doorbell_index();
+    kick_flood(report, h, hostile,
+               [&](uint64_t i) { xenhsa_doorbell_ring(&page, doorbell, i + 1); });
+    report.check("queue-destroy", queue.value().destroy());
     check_survives(report, h);
 }
 
@@ -314,6 +346,8 @@ int run_hostile(const GlobalOptions& options, const HostileOptions& hostile) {
         doorbell_garbage(report, h, hostile);
     } else if (hostile.mode == "event-flood") {
         event_flood(report, h, hostile);
+    } else if (hostile.mode == "doorbell-flood") {
+        doorbell_flood(report, h, hostile);
     } else if (auto it = kModes.find(hostile.mode); it != kModes.end()) {
         it->second(report, h);
     } else {

@@ -101,7 +101,8 @@ int run_demo(const GlobalOptions& options, const DemoOptions& demo);
 
 struct HostileOptions {
     std::string mode;  // overflow, garbage, forged-handle, bad-grefs, va-outside,
-                       // doorbell-garbage, hello-again, notify-scribble, event-flood
+                       // doorbell-garbage, hello-again, notify-scribble, event-flood,
+                       // doorbell-flood
     uint32_t count = 200;
     uint32_t seed = 1;
 };

@@ -91,6 +91,9 @@ public:
     bool track_kicks(uint32_t* kick_requested) noexcept override {
         return inner_->track_kicks(kick_requested);
     }
+    [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept override {
+        return inner_->packets_taken();
+    }
 
     Result<EventInfo> create_event(const EventSpec& spec) override {
         return call("kfd.create_event", kCreateEventErrnos,

@@ -184,4 +184,8 @@ bool GpuContext::track_kicks(uint32_t* kick_requested) noexcept {
     return impl_->device.track_kicks(kick_requested);
 }
 
+std::optional<uint64_t> GpuContext::packets_taken() const noexcept {
+    return impl_->device.packets_taken();
+}
+
 }  // namespace xenhsa::hsa

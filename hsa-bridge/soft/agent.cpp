@@ -38,6 +38,8 @@ SoftAgentOptions clamped(SoftAgentOptions options) {
     using std::chrono::milliseconds;
     options.worker_threads = std::clamp<uint32_t>(options.worker_threads, 1, 256);
     options.max_inflight_dispatches = std::max<uint32_t>(options.max_inflight_dispatches, 1);
+    options.sdma_engines = std::clamp<uint32_t>(options.sdma_engines, 1, kMaxSdmaEngines);
+    options.work_slice = std::clamp(options.work_slice, microseconds(50), microseconds(100'000));
     options.inline_max_workgroups = std::min(
         options.inline_max_workgroups.value_or(options.worker_threads), kInlineMaxWorkgroupsLimit);
     options.idle_spin_time =
@@ -102,13 +104,16 @@ SoftAgent::SoftAgent(const SoftAgentOptions& options)
       topology_(options_),
       events_(options_.max_events),
       memory_(kGpuNodeBit, options_.local_mem_size),
-      pool_(options_.worker_threads),
+      pool_(options_.worker_threads, options_.work_slice),
+      sdma_engines_(options_.sdma_engines, options_.work_slice),
       shared_{memory_,
               events_,
               signals_,
               pool_,
               *this,
               kicks_,
+              sdma_engines_,
+              packets_taken_,
               options_.max_inflight_dispatches,
               idle_policy(options_),
               *options_.inline_max_workgroups} {}

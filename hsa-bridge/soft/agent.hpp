@@ -3,6 +3,7 @@
 #ifndef XENHSA_HSA_SOFT_AGENT_IMPL_HPP
 #define XENHSA_HSA_SOFT_AGENT_IMPL_HPP
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -58,6 +59,9 @@ public:
                                  uint32_t timeout_ms) override;
 
     void set_fault_handler(FaultHandler handler) override;
+    [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept override {
+        return packets_taken_.load(std::memory_order_relaxed);
+    }
 
 private:
     void queue_failed(QueueId queue, EventId error_event,
@@ -76,6 +80,8 @@ private:
     FaultHandler fault_handler_;
     soft::WorkerPool pool_;
     soft::KickTracker kicks_;
+    soft::SdmaEngines sdma_engines_;
+    std::atomic<uint64_t> packets_taken_{0};
     soft::AgentShared shared_;
     std::mutex queues_mutex_;
     std::map<QueueId, std::unique_ptr<soft::Queue>> queues_;

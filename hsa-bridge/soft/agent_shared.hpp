@@ -1,8 +1,9 @@
-// What an agent's queues share: its address space, events, signal hub and workers, and
-// where a queue that stopped on an error reports.
+// What an agent's queues share: its address space, events, signal hub, workers and SDMA
+// engines, and where a queue that stopped on an error reports.
 #ifndef XENHSA_HSA_SOFT_AGENT_SHARED_HPP
 #define XENHSA_HSA_SOFT_AGENT_SHARED_HPP
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "events.hpp"
 #include "idle_wait.hpp"
 #include "kick_tracker.hpp"
+#include "sdma_engines.hpp"
 #include "signals.hpp"
 #include "worker_pool.hpp"
 
@@ -38,6 +40,9 @@ struct AgentShared {
     WorkerPool& pool;
     QueueErrorSink& errors;
     KickTracker& kicks;
+    SdmaEngines& sdma;
+    // Packets the queues took off their rings so far (KfdDevice::packets_taken).
+    std::atomic<uint64_t>& packets_taken;
     uint32_t max_inflight = 4;
     IdlePolicy idle;
     uint64_t inline_max_groups = 0;  // dispatches this small run on the queue's thread

@@ -267,6 +267,7 @@ void AqlQueue::process_packets() {
         switch (process(read_)) {
             case Step::next:
                 ++read_;
+                agent_.packets_taken.fetch_add(1, std::memory_order_relaxed);
                 stall = kStallBackoffMin;
                 break;
             case Step::stall:

@@ -33,13 +33,13 @@ DispatchJob::DispatchJob(AqlQueue& queue, const BuiltinKernel& kernel, const Dis
     std::memcpy(kernarg_.data(), kernarg.data(), std::min(kernarg.size(), kernarg_.size()));
 }
 
-void DispatchJob::run() noexcept {
+bool DispatchJob::run(const PoolTurn& turn) noexcept {
     const uint64_t total = shape_.total_groups;
     const std::span<const std::byte> kernarg(kernarg_.data(), kernel_.kernarg_size);
     for (;;) {
         const uint64_t first = next_.fetch_add(chunk_, std::memory_order_relaxed);
         if (first >= total) {
-            return;  // all taken; the queue may already be gone
+            return false;  // all taken; the queue may already be gone
         }
         const uint64_t last = std::min(first + chunk_, total);
         uint64_t finished = last - first;
@@ -59,7 +59,10 @@ void DispatchJob::run() noexcept {
         // them through the completion signal.
         if (done_.fetch_add(finished, std::memory_order_acq_rel) + finished == total) {
             queue_.dispatch_done(*this);
-            return;
+            return false;
+        }
+        if (turn.over()) {
+            return true;  // the rest after the tasks that wait
         }
     }
 }

@@ -1,7 +1,8 @@
 // One big kernel dispatch in flight on the worker pool: its packet, decoded and checked, a
 // private copy of its kernargs, and the workgroups the pool's workers take from it, a
 // chunk at a time (at most kChunkGroups workgroups and kChunkItems work-items: the
-// longest a stop or a revoke waits for one worker). Small dispatches do not come here:
+// longest a stop or a revoke waits for one worker, and the finest a turn ends at: see
+// worker_pool.hpp). Small dispatches do not come here:
 // the queue runs them inline (aql_queue.hpp).
 #ifndef XENHSA_HSA_SOFT_DISPATCH_JOB_HPP
 #define XENHSA_HSA_SOFT_DISPATCH_JOB_HPP
@@ -29,7 +30,7 @@ public:
                 std::span<const std::byte> kernarg, uint64_t completion_signal,
                 uint8_t release_scope) noexcept;
 
-    void run() noexcept override;
+    bool run(const PoolTurn& turn) noexcept override;
 
     [[nodiscard]] uint64_t completion_signal() const noexcept { return completion_signal_; }
     [[nodiscard]] uint8_t release_scope() const noexcept { return release_scope_; }

@@ -6,10 +6,6 @@ namespace xenhsa::hsa::soft::sdma {
 
 namespace {
 
-bool halted_now(const std::atomic<bool>& halted) noexcept {
-    return halted.load(std::memory_order_acquire);
-}
-
 // The address of row (y, z) of one side of a rect copy; nullopt past 2^64.
 std::optional<Va> row_address(const RectSide& side, uint64_t y, uint64_t z,
                               uint32_t element_log2) noexcept {
@@ -44,12 +40,11 @@ OpEnd copy_checked(const AddressSpace::View& view, Va dst, Va src, uint64_t byte
 
 }  // namespace
 
-OpEnd copy_linear(const AddressSpace& space, Va dst, Va src, uint64_t bytes,
-                  const std::atomic<bool>& halted) {
+OpEnd copy_linear(const AddressSpace& space, Va dst, Va src, uint64_t bytes, Pace& pace) {
     // The first chunk is checked at src and dst themselves, so a later src + done (inside
     // checked ranges, below the VA limit) cannot wrap.
     for (uint64_t done = 0; done < bytes;) {
-        if (halted_now(halted)) {
+        if (!pace.go()) {
             return OpEnd{true, std::nullopt};
         }
         const uint64_t n = std::min(bytes - done, kChunkBytes);
@@ -61,8 +56,7 @@ OpEnd copy_linear(const AddressSpace& space, Va dst, Va src, uint64_t bytes,
     return {};
 }
 
-OpEnd copy_rect(const AddressSpace& space, const CopyLinearRect& packet,
-                const std::atomic<bool>& halted) {
+OpEnd copy_rect(const AddressSpace& space, const CopyLinearRect& packet, Pace& pace) {
     const uint32_t element = packet.element_log2();
     const RectSide src = rect_src(packet);
     const RectSide dst = rect_dst(packet);
@@ -71,7 +65,7 @@ OpEnd copy_rect(const AddressSpace& space, const CopyLinearRect& packet,
     const uint64_t slices = uint64_t{bits(packet.rect_z, 0, 11)} + 1;
     for (uint64_t z = 0; z < slices; ++z) {
         for (uint64_t y = 0; y < rows; ++y) {
-            if (halted_now(halted)) {
+            if (!pace.go()) {
                 return OpEnd{true, std::nullopt};
             }
             const auto from = row_address(src, y, z, element);
@@ -90,14 +84,13 @@ OpEnd copy_rect(const AddressSpace& space, const CopyLinearRect& packet,
     return {};
 }
 
-OpEnd fill_dwords(const AddressSpace& space, Va dst, uint32_t value, uint64_t dwords,
-                  const std::atomic<bool>& halted) {
+OpEnd fill_dwords(const AddressSpace& space, Va dst, uint32_t value, uint64_t dwords, Pace& pace) {
     if (dst % sizeof(uint32_t) != 0) {
         return OpEnd::at(dst);
     }
     const uint64_t bytes = dwords * sizeof(uint32_t);
     for (uint64_t done = 0; done < bytes;) {
-        if (halted_now(halted)) {
+        if (!pace.go()) {
             return OpEnd{true, std::nullopt};
         }
         const uint64_t n = std::min(bytes - done, kChunkBytes);

@@ -55,7 +55,8 @@ void SdmaQueue::stop() noexcept {
         halted_.store(true, std::memory_order_release);
         cv_.notify_all();
     }
-    agent_.signals.bump();  // a poll sleeps on the hub
+    agent_.sdma.interrupt();  // it may wait for an engine
+    agent_.signals.bump();    // a poll sleeps on the hub
     if (!thread_.joinable()) {
         return;
     }
@@ -184,6 +185,7 @@ SdmaQueue::Step SdmaQueue::process(uint64_t available) {
     }
     read_ += bytes;
     held_.rptr.store(read_, std::memory_order_release);
+    agent_.packets_taken.fetch_add(1, std::memory_order_relaxed);
     return Step::next;
 }
 
@@ -214,22 +216,25 @@ SdmaQueue::Step SdmaQueue::execute(const Dwords& packet) {
                 if (p.swaps()) {
                     return malformed();  // byte swapping is not modelled
                 }
+                EngineTurn turn(agent_.sdma, halted_);
                 return finish(copy_linear(space, address(p.dst_lo, p.dst_hi),
-                                          address(p.src_lo, p.src_hi), p.bytes(), halted_));
+                                          address(p.src_lo, p.src_hi), p.bytes(), turn));
             }
             const auto p = as<CopyLinearRect>(packet);
             if (p.swaps() || p.element_log2() > kMaxElementLog2) {
                 return malformed();
             }
-            return finish(copy_rect(space, p, halted_));
+            EngineTurn turn(agent_.sdma, halted_);
+            return finish(copy_rect(space, p, turn));
         }
         case kOpConstFill: {
             const auto p = as<ConstFill>(packet);
             if (p.fill_size() != kFillDword || p.swaps()) {
                 return malformed();  // ROCr fills dwords only
             }
+            EngineTurn turn(agent_.sdma, halted_);
             return finish(
-                fill_dwords(space, address(p.dst_lo, p.dst_hi), p.data, p.dwords(), halted_));
+                fill_dwords(space, address(p.dst_lo, p.dst_hi), p.data, p.dwords(), turn));
         }
         case kOpFence: {
             const auto p = as<Fence>(packet);

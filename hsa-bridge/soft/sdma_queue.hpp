@@ -1,5 +1,6 @@
-// One SDMA queue's engine: a thread that runs the gfx9 SDMA packets (sdma_packets.hpp)
-// in the byte ring in guest memory, as ROCr's BlitSdmaV4 produces them.
+// One SDMA queue: a thread that runs the gfx9 SDMA packets (sdma_packets.hpp) in the
+// byte ring in guest memory, as ROCr's BlitSdmaV4 produces them. Its copies and fills
+// take turns with the other SDMA queues' on the agent's engines (sdma_engines.hpp).
 //
 // The read and write pointers are 64-bit monotonic byte indexes; the ring offset of index
 // i is i & (ring_size - 1). The engine reads its read index from the guest once, at

@@ -118,7 +118,7 @@ Result<xenhsa_node_props> Topology::node(uint32_t node) const noexcept {
     props.max_engine_clock_mhz_fcompute = 1000;
     props.drm_render_minor = -1;  // no DRM render node behind a software GPU
     props.num_cp_queues = options_.max_queues;
-    props.num_sdma_engines = 2;  // copies host<->device go to SDMA queues (ROCr's BlitSdma)
+    props.num_sdma_engines = options_.sdma_engines;  // ROCr's BlitSdma copies host<->device
     props.num_sdma_queues_per_engine = 8;
     props.unique_id = 0x78656e6873610001ull;
     set_name(props.marketing_name, "xenhsa software GPU");

@@ -1,9 +1,17 @@
 #include "worker_pool.hpp"
 
 #include <algorithm>
+#include <new>
 #include <system_error>
 
 namespace xenhsa::hsa::soft {
+
+PoolTurn::PoolTurn(const WorkerPool& pool) noexcept
+    : pool_(pool), start_(std::chrono::steady_clock::now()) {}
+
+bool PoolTurn::over() const noexcept {
+    return pool_.tasks_waiting() && std::chrono::steady_clock::now() - start_ >= pool_.slice();
+}
 
 WorkerPool::~WorkerPool() {
     std::vector<std::jthread> threads;
@@ -42,6 +50,7 @@ void WorkerPool::submit(const std::shared_ptr<PoolTask>& task, uint32_t copies) 
         const std::lock_guard lock(mutex_);
         start_locked();
         tasks_.insert(tasks_.end(), copies, task);
+        queued_.store(tasks_.size(), std::memory_order_relaxed);
     }
     if (copies == 1) {
         cv_.notify_one();
@@ -60,8 +69,20 @@ void WorkerPool::work(std::stop_token stop) {
             }
             task = std::move(tasks_.front());
             tasks_.pop_front();
+            queued_.store(tasks_.size(), std::memory_order_relaxed);
         }
-        task->run();
+        while (task->run(PoolTurn(*this))) {
+            requeued_.fetch_add(1, std::memory_order_relaxed);
+            try {
+                std::lock_guard lock(mutex_);
+                tasks_.push_back(task);
+                queued_.store(tasks_.size(), std::memory_order_relaxed);
+                cv_.notify_one();
+                break;
+            } catch (const std::bad_alloc&) {
+                // no room to queue it again: this worker goes on with it
+            }
+        }
     }
 }
 

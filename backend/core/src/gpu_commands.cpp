@@ -280,6 +280,15 @@ uint32_t GpuCommands::doorbells(const xenhsa_doorbell_page& page) noexcept {
     return forwarded;
 }
 
+uint64_t GpuCommands::gpu_progress() const noexcept {
+    if (gpu_ != nullptr) {
+        if (const auto taken = gpu_->packets_taken()) {
+            return *taken;
+        }
+    }
+    return doorbells_forwarded_;
+}
+
 bool GpuCommands::has_queues() const noexcept { return gpu_ != nullptr && gpu_->has_queues(); }
 
 void GpuCommands::drain_lost_queues() noexcept {

@@ -133,14 +133,17 @@ struct GuestCore::Driver {
         });
     }
 
-    // Whether a request was consumed or a doorbell forwarded since the last wake-up by
-    // the event channel, by any pass.
+    // Whether a request was consumed or the GPU took packets from the guest's queues
+    // since the last wake-up by the event channel. A doorbell that moved with no packet
+    // behind it is no work: a guest that bumps one before each kick is throttled too.
+    // The GPU takes a kick's packets after the pass, so a wake-up is credited with what
+    // the previous one brought: one in a row may look spurious, which is free.
     bool took_work() noexcept {
         const uint32_t cons = ring.req_cons();
-        const uint64_t doorbells = requests.doorbells_forwarded();
-        const bool work = cons != last_req_cons || doorbells != last_doorbells;
+        const uint64_t progress = requests.gpu_progress();
+        const bool work = cons != last_req_cons || progress != last_gpu_progress;
         last_req_cons = cons;
-        last_doorbells = doorbells;
+        last_gpu_progress = progress;
         return work;
     }
 
@@ -310,7 +313,7 @@ struct GuestCore::Driver {
     SpuriousEventThrottle spurious;
     std::vector<xen::Port> fired;  // delivered, still masked
     uint32_t last_req_cons = 0;
-    uint64_t last_doorbells = 0;
+    uint64_t last_gpu_progress = 0;
     std::unique_ptr<DoorbellWatch> watch;  // only for a GPU seam that does not track kicks
     std::shared_ptr<int> life = std::make_shared<int>(0);
     Clock::time_point poll_until;

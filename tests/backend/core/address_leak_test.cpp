@@ -75,6 +75,9 @@ public:
         return agent_->ring_doorbell(q, value);
     }
     bool track_kicks(uint32_t* word) noexcept override { return agent_->track_kicks(word); }
+    [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept override {
+        return agent_->packets_taken();
+    }
     hsa::Result<void> destroy_event(hsa::EventId e) override { return agent_->destroy_event(e); }
     hsa::Result<void> set_event(hsa::EventId e) override { return agent_->set_event(e); }
     hsa::Result<void> reset_event(hsa::EventId e) override { return agent_->reset_event(e); }

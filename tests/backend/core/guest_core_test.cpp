@@ -1,6 +1,7 @@
 // The whole core on a Boost.Asio loop: the guest's FrontRing on one side, an eventfd event
 // channel, and GuestCore serving kicks.
 #include <cstring>
+#include <optional>
 #include <vector>
 #include <xenhsa/backend/core/guest_core.hpp>
 #include <xenhsa/frontend/front_ring.hpp>
@@ -70,6 +71,57 @@ protected:
         return out;
     }
 
+    // HELLO, then guest memory MAPped, PINned and MAPped to the GPU, and an AQL queue in
+    // it: its doorbell index (nullopt after a failure, already reported).
+    std::optional<uint32_t> connect_with_queue() {
+        uint32_t seqno = 0;
+        const auto request = [&](uint32_t cmd, const auto& payload) {
+            push(cmd, ++seqno, payload);
+            publish_and_kick();
+            auto got = collect(1);
+            EXPECT_EQ(got.size(), 1u);
+            return got.empty() ? xenhsa_rsp_slot{} : got[0];
+        };
+        auto first = request(XENHSA_CMD_HELLO, base.hello_req(0));
+        xenhsa_hello_rsp p{};
+        std::memcpy(&p, first.payload, sizeof p);
+        xenhsa_pin_req pin{};
+        pin.va = p.va_base;
+        pin.size = 0x2000;
+        if (request(XENHSA_CMD_HELLO, base.hello_req(p.va_base)).hdr.status != XENHSA_STATUS_OK ||
+            request(XENHSA_CMD_MAP, base.map_req(p.va_base, 2, 0)).hdr.status != XENHSA_STATUS_OK) {
+            ADD_FAILURE() << "HELLO or MAP refused";
+            return std::nullopt;
+        }
+        const auto pinned = request(XENHSA_CMD_PIN, pin);
+        xenhsa_handle_rsp pin_rsp{};
+        std::memcpy(&pin_rsp, pinned.payload, sizeof pin_rsp);
+        xenhsa_map_to_gpu_req to_gpu{};
+        to_gpu.handle = pin_rsp.handle;
+        to_gpu.node_mask = kGpuMask;
+        if (pinned.hdr.status != XENHSA_STATUS_OK ||
+            request(XENHSA_CMD_MAP_TO_GPU, to_gpu).hdr.status != XENHSA_STATUS_OK) {
+            ADD_FAILURE() << "PIN or MAP_TO_GPU refused";
+            return std::nullopt;
+        }
+        xenhsa_queue_create_req q{};
+        q.node = kGpuNode;
+        q.type = XENHSA_QUEUE_COMPUTE_AQL;
+        q.percentage = 100;
+        q.ring_va = p.va_base;
+        q.ring_size = 0x1000;
+        q.rptr_va = p.va_base + 0x1000;
+        q.wptr_va = p.va_base + 0x1008;
+        const auto made = request(XENHSA_CMD_QUEUE_CREATE, q);
+        if (made.hdr.status != XENHSA_STATUS_OK) {
+            ADD_FAILURE() << "QUEUE_CREATE refused";
+            return std::nullopt;
+        }
+        xenhsa_queue_create_rsp queue{};
+        std::memcpy(&queue, made.payload, sizeof queue);
+        return queue.doorbell_index;
+    }
+
     struct FreeDeleter {
         void operator()(void* p) const noexcept { std::free(p); }
     };
@@ -90,21 +142,11 @@ protected:
     std::string reason_;
 };
 
-xenhsa_hello_req hello(uint64_t base) {
-    xenhsa_hello_req h{};
-    h.version_min = 1;
-    h.version_max = 1;
-    h.features = XENHSA_FEATURES_V1;
-    h.va_base = base;
-    h.va_size = kWindowSize;
-    return h;
-}
-
 TEST_F(GuestCoreTest, HelloOverTheRingDrivenByKicks) {
     start();
     EXPECT_EQ(doorbells->kick_requested, 1u);
     EXPECT_EQ(reinterpret_cast<xenhsa_sring*>(ring_pages.data())->be_alive, 1u);
-    push(XENHSA_CMD_HELLO, 1, hello(0));
+    push(XENHSA_CMD_HELLO, 1, base.hello_req(0));
     publish_and_kick();
     auto first = collect(1);
     ASSERT_EQ(first.size(), 1u);
@@ -112,7 +154,7 @@ TEST_F(GuestCoreTest, HelloOverTheRingDrivenByKicks) {
     EXPECT_EQ(first[0].hdr.status, XENHSA_STATUS_OK);
     xenhsa_hello_rsp p{};
     std::memcpy(&p, first[0].payload, sizeof p);
-    push(XENHSA_CMD_HELLO, 2, hello(p.va_base));
+    push(XENHSA_CMD_HELLO, 2, base.hello_req(p.va_base));
     publish_and_kick();
     auto second = collect(1);
     ASSERT_EQ(second.size(), 1u);
@@ -195,12 +237,12 @@ TEST_F(GuestCoreTest, ProducerPastTheRingDisconnectsTheGuest) {
 
 TEST_F(GuestCoreTest, WaitAnsweredLaterThroughTheRing) {
     start();
-    push(XENHSA_CMD_HELLO, 1, hello(0));
+    push(XENHSA_CMD_HELLO, 1, base.hello_req(0));
     publish_and_kick();
     auto r = collect(1);
     xenhsa_hello_rsp p{};
     std::memcpy(&p, r[0].payload, sizeof p);
-    push(XENHSA_CMD_HELLO, 2, hello(p.va_base));
+    push(XENHSA_CMD_HELLO, 2, base.hello_req(p.va_base));
     xenhsa_event_create_req ec{};
     ec.node = 1;
     push(XENHSA_CMD_EVENT_CREATE, 3, ec);
@@ -230,12 +272,12 @@ TEST_F(GuestCoreTest, WaitAnsweredLaterThroughTheRing) {
 
 TEST_F(GuestCoreTest, NotifyBacklogDrainsWithoutAKickFromTheGuest) {
     start();
-    push(XENHSA_CMD_HELLO, 1, hello(0));
+    push(XENHSA_CMD_HELLO, 1, base.hello_req(0));
     publish_and_kick();
     auto r = collect(1);
     xenhsa_hello_rsp p{};
     std::memcpy(&p, r[0].payload, sizeof p);
-    push(XENHSA_CMD_HELLO, 2, hello(p.va_base));
+    push(XENHSA_CMD_HELLO, 2, base.hello_req(p.va_base));
     publish_and_kick();
     collect(1);
     std::vector<hsa::Handle> lends;
@@ -267,7 +309,7 @@ TEST_F(GuestCoreTest, NotifyBacklogDrainsWithoutAKickFromTheGuest) {
 // backends do since XSA-332; a fair guest is not (issue 11, item 3).
 TEST_F(GuestCoreTest, KicksWithoutWorkAreThrottledAndRealWorkIsNot) {
     start();
-    push(XENHSA_CMD_HELLO, 1, hello(0));
+    push(XENHSA_CMD_HELLO, 1, base.hello_req(0));
     publish_and_kick();
     ASSERT_EQ(collect(1).size(), 1u);
     const unsigned before = events.delivered();
@@ -311,52 +353,69 @@ TEST_F(GuestCoreTest, ADoorbellStoredWithoutAKickReachesASeamThatDoesNotTrackKic
     start(o);
     EXPECT_EQ(doorbells->kick_requested, 1u);
     ASSERT_NE(guest->doorbell_watch(), nullptr);
-    uint32_t seqno = 0;
-    const auto request = [&](uint32_t cmd, const auto& payload) {
-        push(cmd, ++seqno, payload);
-        publish_and_kick();
-        auto got = collect(1);
-        EXPECT_EQ(got.size(), 1u);
-        return got.empty() ? xenhsa_rsp_slot{} : got[0];
-    };
-    auto first = request(XENHSA_CMD_HELLO, hello(0));
-    xenhsa_hello_rsp p{};
-    std::memcpy(&p, first.payload, sizeof p);
-    ASSERT_EQ(request(XENHSA_CMD_HELLO, hello(p.va_base)).hdr.status, XENHSA_STATUS_OK);
-    ASSERT_EQ(request(XENHSA_CMD_MAP, base.map_req(p.va_base, 2, 0)).hdr.status, XENHSA_STATUS_OK);
-    xenhsa_pin_req pin{};
-    pin.va = p.va_base;
-    pin.size = 0x2000;
-    const auto pinned = request(XENHSA_CMD_PIN, pin);
-    ASSERT_EQ(pinned.hdr.status, XENHSA_STATUS_OK);
-    xenhsa_handle_rsp pin_rsp{};
-    std::memcpy(&pin_rsp, pinned.payload, sizeof pin_rsp);
-    xenhsa_map_to_gpu_req to_gpu{};
-    to_gpu.handle = pin_rsp.handle;
-    to_gpu.node_mask = kGpuMask;
-    ASSERT_EQ(request(XENHSA_CMD_MAP_TO_GPU, to_gpu).hdr.status, XENHSA_STATUS_OK);
     EXPECT_FALSE(guest->doorbell_watch()->polling()) << "no queue yet";
-    xenhsa_queue_create_req q{};
-    q.node = kGpuNode;
-    q.type = XENHSA_QUEUE_COMPUTE_AQL;
-    q.percentage = 100;
-    q.ring_va = p.va_base;
-    q.ring_size = 0x1000;
-    q.rptr_va = p.va_base + 0x1000;
-    q.wptr_va = p.va_base + 0x1008;
-    const auto made = request(XENHSA_CMD_QUEUE_CREATE, q);
-    ASSERT_EQ(made.hdr.status, XENHSA_STATUS_OK);
-    xenhsa_queue_create_rsp queue{};
-    std::memcpy(&queue, made.payload, sizeof queue);
+    const auto queue = connect_with_queue();
+    ASSERT_TRUE(queue);
     EXPECT_TRUE(guest->doorbell_watch()->polling());
 
     // Well past the backoff: the store alone, no kick.
     base.io.restart();
     base.io.run_for(std::chrono::milliseconds(60));
-    __atomic_store_n(&doorbells->doorbell[queue.doorbell_index], 42u, __ATOMIC_RELEASE);
+    __atomic_store_n(&doorbells->doorbell[*queue], 42u, __ATOMIC_RELEASE);
     ASSERT_TRUE(base.run_until([&] { return base.kfd.last_doorbell() == 42; }));
     EXPECT_GE(guest->stats().doorbells_forwarded, 1u);
     EXPECT_GT(guest->stats().doorbell_polls, 0u);
+    EXPECT_EQ(fatal, 0);
+}
+
+// A kick that only moves a doorbell, with no packet behind it, is no work either (issue
+// 25, item 3): on a device that tells what its queues took, a guest that bumps its
+// doorbell before each kick is throttled; one whose doorbells bring packets is not.
+TEST_F(GuestCoreTest, KicksThatOnlyMoveADoorbellAreThrottled) {
+    base.kfd.take_packets(0);
+    start();
+    const auto queue = connect_with_queue();
+    ASSERT_TRUE(queue);
+    const unsigned before = events.delivered();
+    for (uint64_t i = 1; i <= 2000; ++i) {
+        __atomic_store_n(&doorbells->doorbell[*queue], i, __ATOMIC_RELEASE);
+        events.kick();
+        base.io.restart();
+        base.io.poll();
+    }
+    EXPECT_LT(events.delivered() - before, 100u) << "every doorbell-only kick woke the worker";
+    EXPECT_GT(guest->spurious_events().throttled(), 0u);
+    EXPECT_GT(guest->stats().doorbells_forwarded, 0u);
+
+    // The same doorbell stores, each bringing a packet the device took: never held back.
+    base.kfd.take_packets(1);
+    xenhsa_query_req q{};
+    q.kind = XENHSA_QUERY_VERSION;
+    push(XENHSA_CMD_QUERY, 900, q);
+    publish_and_kick();
+    ASSERT_EQ(collect(1).size(), 1u);  // once the channel is unmasked again
+    const uint64_t throttled = guest->spurious_events().throttled();
+    for (uint64_t i = 3000; i < 3050; ++i) {
+        __atomic_store_n(&doorbells->doorbell[*queue], i, __ATOMIC_RELEASE);
+        events.kick();
+        ASSERT_TRUE(base.run_until([&] { return base.kfd.last_doorbell() == i; }));
+    }
+    EXPECT_EQ(guest->spurious_events().throttled(), throttled);
+    EXPECT_EQ(fatal, 0);
+}
+
+// A device that cannot tell (hardware) takes every doorbell as work.
+TEST_F(GuestCoreTest, ADoorbellIsWorkForADeviceThatCannotTellWhatItTook) {
+    start();
+    const auto queue = connect_with_queue();
+    ASSERT_TRUE(queue);
+    const uint64_t throttled = guest->spurious_events().throttled();
+    for (uint64_t i = 1; i <= 50; ++i) {
+        __atomic_store_n(&doorbells->doorbell[*queue], i, __ATOMIC_RELEASE);
+        events.kick();
+        ASSERT_TRUE(base.run_until([&] { return base.kfd.last_doorbell() == i; }));
+    }
+    EXPECT_EQ(guest->spurious_events().throttled(), throttled);
     EXPECT_EQ(fatal, 0);
 }
 

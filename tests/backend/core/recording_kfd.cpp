@@ -233,6 +233,7 @@ hsa::Result<void> RecordingKfd::ring_doorbell(hsa::QueueId queue, uint64_t value
         return e(std::errc::invalid_argument);
     }
     last_doorbell_ = value;
+    taken_ += per_doorbell_.value_or(0);
     if (log_ != nullptr) record("doorbell " + std::to_string(queue) + " " + std::to_string(value));
     return boost::outcome_v2::success();
 }
@@ -353,6 +354,19 @@ std::size_t RecordingKfd::live_queues() const {
 hsa::QueueId RecordingKfd::last_queue() const {
     std::lock_guard<std::mutex> hold(lock_);
     return last_queue_;
+}
+
+std::optional<uint64_t> RecordingKfd::packets_taken() const noexcept {
+    std::lock_guard<std::mutex> hold(lock_);
+    if (!per_doorbell_) {
+        return std::nullopt;
+    }
+    return taken_;
+}
+
+void RecordingKfd::take_packets(std::optional<uint64_t> per_doorbell) {
+    std::lock_guard<std::mutex> hold(lock_);
+    per_doorbell_ = per_doorbell;
 }
 
 uint64_t RecordingKfd::last_doorbell() const {

@@ -50,6 +50,7 @@ public:
                                       uint32_t timeout_ms) override;
 
     void set_fault_handler(FaultHandler handler) override;
+    [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept override;
 
     // Test hooks.
     void fault(hsa::QueueId queue, hsa::Va address);
@@ -61,6 +62,9 @@ public:
     [[nodiscard]] hsa::QueueType last_queue_type() const;
     // Whether SDMA queues are made (default) or refused with EOPNOTSUPP.
     void set_sdma(bool supported);
+    // From now on packets_taken() answers, and each doorbell takes `per_doorbell` packets
+    // (nullopt, the default: it cannot tell, as hardware).
+    void take_packets(std::optional<uint64_t> per_doorbell);
 
 private:
     struct Memory {
@@ -86,6 +90,8 @@ private:
     hsa::QueueId last_queue_ = 0;
     uint64_t last_doorbell_ = 0;
     bool sdma_ = true;
+    std::optional<uint64_t> per_doorbell_;
+    uint64_t taken_ = 0;
     FaultHandler fault_handler_;
 };
 

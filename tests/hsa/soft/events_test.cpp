@@ -2,6 +2,7 @@
 #include <future>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "soft_fixture.hpp"
 
@@ -90,6 +91,9 @@ TEST_F(EventsTest, DestroyEndsWaitsWithAnError) {
     auto waiter = std::async(std::launch::async, [&] {
         return wait({other, event}, true, XENHSA_WAIT_INFINITE);
     });
+    // Let the waiter block first: a wait that starts after the destroy names an unknown
+    // event, which KFD's thunk answers with EIO rather than ENOENT.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     ASSERT_TRUE(device().destroy_event(event));
     auto result = waiter.get();
     ASSERT_FALSE(result);

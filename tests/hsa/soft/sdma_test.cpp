@@ -1,7 +1,12 @@
 // SDMA queues of the software agent: each packet kind ROCr's BlitSdmaV4 writes, copies
 // through device-local memory byte for byte, the ring's wrap (padded or not), and what a
 // hostile producer can do to its own queue (and only to it).
+#include <sys/resource.h>
+
+#include <cstring>
+#include <memory>
 #include <thread>
+#include <vector>
 #include <xenhsa/hsa/soft_testing/sdma_producer.hpp>
 
 #include "soft_fixture.hpp"
@@ -490,6 +495,99 @@ TEST_F(SdmaTest, AnInactiveQueueRunsNothing) {
     queue.submit(sdma_fence(data.va(), 1));
     std::this_thread::sleep_for(20ms);
     EXPECT_EQ(*data.at<uint32_t>(), 0u);
+}
+
+// One engine, shared in turns (sdma_engines.hpp): a rectangle copy that describes 8 TiB of
+// overlapping rows over 1 MiB (the worst a packet can ask for) never keeps another
+// queue's copy from running, and a stop still ends it at once (issue 25, item 3).
+class SdmaTurnsTest : public SdmaTest {
+protected:
+    SdmaTurnsTest()
+        : SdmaTest([] {
+              SoftAgentOptions o;
+              o.sdma_engines = 1;
+              o.work_slice = 200us;
+              return o;
+          }()) {}
+
+    static SdmaPacket worst_rect(Va base) {
+        // 16-byte elements, 16384 x 16384 x 2048, every row and slice one element on.
+        const RectSide side{base, 0, 0, 0, 1, 1};
+        return sdma_copy_rect(side, side, 4, 16384, 16384, 2048);
+    }
+};
+
+TEST_F(SdmaTurnsTest, AHugeRectangleTakesTurnsWithTheOtherQueues) {
+    DeviceMemory arena(device(), 1u << 20);
+    constexpr uint64_t kBytes = 64 * 1024;
+    DeviceMemory a(device(), kBytes), b(device(), kBytes);
+    Flag flag(device());
+    std::vector<std::unique_ptr<SdmaTestQueue>> hogs;
+    for (int i = 0; i < 4; ++i) {
+        hogs.push_back(std::make_unique<SdmaTestQueue>(device()));
+        hogs.back()->submit(worst_rect(arena.va()));
+    }
+    // Four hogs on one engine keep one core busy, not four: this process's CPU time over
+    // a window stays near the window (a busy machine only lowers it).
+    const auto cpu_now = [] {
+        rusage usage{};
+        getrusage(RUSAGE_SELF, &usage);
+        return std::chrono::seconds(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+               std::chrono::microseconds(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+    };
+    std::this_thread::sleep_for(5ms);
+    const auto cpu_before = cpu_now();
+    const auto wall_before = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(300ms);
+    const auto cpu = cpu_now() - cpu_before;
+    const auto wall = std::chrono::steady_clock::now() - wall_before;
+    EXPECT_LT(cpu, wall * 14 / 10) << "more than one engine's worth of threads copied";
+
+    SdmaTestQueue queue(device());
+    queue.submit(concat({sdma_fill(a.va(), 0x5a5a5a5a, kBytes / 4),
+                         sdma_copy(b.va(), a.va(), kBytes), sdma_fence(flag.va(), 1)}));
+    ASSERT_TRUE(flag.becomes(1)) << "the rectangles held the engine";
+    const auto start = std::chrono::steady_clock::now();
+    hogs.clear();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+}
+
+TEST_F(SdmaTurnsTest, CopiesOnMoreQueuesThanEnginesAllFinishByteForByte) {
+    constexpr uint64_t kBytes = 4u << 20;
+    constexpr int kQueues = 4;
+    DeviceMemory src(device(), kBytes);
+    GpuBuffer host(device(), kBytes);
+    for (uint64_t i = 0; i < kBytes / 4; ++i) {
+        host.at<uint32_t>()[i] = static_cast<uint32_t>(i * 2654435761u);
+    }
+    std::vector<std::unique_ptr<DeviceMemory>> dst;
+    std::vector<std::unique_ptr<SdmaTestQueue>> queues;
+    std::vector<std::unique_ptr<Flag>> flags;
+    for (int q = 0; q < kQueues; ++q) {
+        dst.push_back(std::make_unique<DeviceMemory>(device(), kBytes));
+        queues.push_back(std::make_unique<SdmaTestQueue>(device()));
+        flags.push_back(std::make_unique<Flag>(device()));
+    }
+    for (int q = 0; q < kQueues; ++q) {
+        SdmaPacket packets = sdma_copy(src.va(), host.va(), kBytes);
+        for (int round = 0; round < 4; ++round) {
+            const auto p = sdma_copy(dst[q]->va(), src.va(), kBytes);
+            packets.insert(packets.end(), p.begin(), p.end());
+        }
+        const auto f = sdma_fence(flags[q]->va(), 1);
+        packets.insert(packets.end(), f.begin(), f.end());
+        queues[q]->submit(packets);
+    }
+    GpuBuffer back(device(), kBytes);
+    for (int q = 0; q < kQueues; ++q) {
+        ASSERT_TRUE(flags[q]->becomes(1)) << "queue " << q;
+        Flag done(device());
+        queues[q]->submit(
+            concat({sdma_copy(back.va(), dst[q]->va(), kBytes), sdma_fence(done.va(), 1)}));
+        ASSERT_TRUE(done.becomes(1));
+        ASSERT_EQ(std::memcmp(back.at<std::byte>(), host.at<std::byte>(), kBytes), 0)
+            << "queue " << q;
+    }
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // SDMA from the guest (XENHSA_FEATURE_SDMA): a queue of gfx9 "SDMA v4" packets, as ROCr's
 // BlitSdmaV4 writes them, in a byte ring of GPU-reachable guest memory whose read and
-// write pointers are 64-bit byte indexes (protocol section 7). Copies and fences only:
-// what a guest needs to move memory and learn that it moved.
+// write pointers are 64-bit byte indexes (protocol section 7). Copies and fences: what a
+// guest needs to move memory and learn that it moved; any other packet through submit().
 #ifndef XENHSA_FRONTEND_SDMA_QUEUE_HPP
 #define XENHSA_FRONTEND_SDMA_QUEUE_HPP
 
@@ -33,14 +33,15 @@ public:
                       std::chrono::milliseconds timeout);
     // A FENCE: `value` stored at the dword `address` once the packets before it ran.
     Result<void> fence(uint64_t address, uint32_t value, std::chrono::milliseconds timeout);
+    // Any packet the caller encoded (the synthetic frontend's hostile guests): waits for
+    // room, pads to the ring's end with NOPs when the packet would wrap, writes it,
+    // publishes the write index and rings the doorbell.
+    Result<void> submit(std::span<const uint32_t> packet, std::chrono::milliseconds timeout);
 
     // QUEUE_DESTROY, then the memory is given back.
     Result<void> destroy() { return queue_.destroy(); }
 
 private:
-    // Waits for room, pads to the ring's end with NOPs when the packet would wrap, writes
-    // it, publishes the write index and rings the doorbell.
-    Result<void> submit(std::span<const uint32_t> packet, std::chrono::milliseconds timeout);
     Result<void> wait_for_room(uint64_t bytes, std::chrono::steady_clock::time_point deadline);
 
     QueueMemory queue_;

@@ -114,6 +114,8 @@ public:
     uint32_t forward_doorbells(const xenhsa_doorbell_page& page) noexcept;
     // KfdDevice::track_kicks of this context's device.
     bool track_kicks(uint32_t* kick_requested) noexcept;
+    // KfdDevice::packets_taken of this context's device.
+    [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept;
 
     struct EventCreated {
         Handle handle = 0;

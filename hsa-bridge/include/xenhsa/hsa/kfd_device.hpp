@@ -16,6 +16,7 @@
 #include <xenhsa/proto/query.h>
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <xenhsa/hsa/types.hpp>
 
@@ -101,6 +102,13 @@ public:
     virtual bool track_kicks(uint32_t* kick_requested) noexcept {
         (void)kick_requested;
         return false;
+    }
+    // How many packets the device's queues took off their rings so far (monotonic), for
+    // telling a guest's kick that brought work from one that only moved a doorbell;
+    // nullopt for a device that cannot tell (hardware: its read pointers lie in memory
+    // the guest writes too), where a doorbell is taken as work.
+    [[nodiscard]] virtual std::optional<uint64_t> packets_taken() const noexcept {
+        return std::nullopt;
     }
 
     // --- events

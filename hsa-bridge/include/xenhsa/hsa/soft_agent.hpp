@@ -21,7 +21,9 @@
 //     small dispatch (at most `inline_max_workgroups` workgroups) runs on the queue's own
 //     thread, a workgroup at a time; a bigger one runs on a worker pool shared by the
 //     agent's queues, taken in chunks of workgroups, up to `max_inflight_dispatches` at
-//     once per queue. Dispatches without the barrier bit may overlap; the read index
+//     once per queue; a dispatch that has held the pool for `work_slice` while another
+//     waits goes behind it and resumes after it. Dispatches without the barrier bit may
+//     overlap; the read index
 //     advances in order as packets are fetched. Every GPU access is checked against the
 //     address space, whose read side takes no mutex; an unmap waits for the accesses in
 //     flight (at most a workgroup of an inline dispatch, a chunk of a pool one) and no
@@ -34,10 +36,12 @@
 //     queue skips every workgroup not yet started at once: it waits only for the running
 //     ones, however large the grid. Doorbell values are never compared: any doorbell
 //     wakes the queue, which reads its write pointer.
-//   * an SDMA engine per SDMA queue (one thread each; sdma_queue.hpp): the gfx9 "SDMA v4"
-//     packets ROCr's BlitSdmaV4 writes (copy, copy-rect, fill, fence, trap, poll, atomic
-//     add, timestamp, and the cache/HDP flushes as no-ops), over a ring of bytes with
-//     64-bit monotonic byte read/write indexes.
+//   * SDMA queues (one thread each; sdma_queue.hpp): the gfx9 "SDMA v4" packets ROCr's
+//     BlitSdmaV4 writes (copy, copy-rect, fill, fence, trap, poll, atomic add, timestamp,
+//     and the cache/HDP flushes as no-ops), over a ring of bytes with 64-bit monotonic
+//     byte read/write indexes. Copies and fills run on `sdma_engines` engines the queues
+//     share in turns of `work_slice` (sdma_engines.hpp): however many SDMA queues a guest
+//     has and however big its packets, they keep at most that many threads busy.
 //   * KFD events, with KFD's manual/auto-reset semantics.
 //   * doorbells without kicks: ROCr in a guest only stores its write index (and the
 //     doorbell slot) and never kicks, so a queue that runs out of work polls its write
@@ -92,6 +96,7 @@ const char* soft_gfx_name(SoftGfx gfx) noexcept;
 
 // The most workgroups a dispatch may have to run inline (SoftAgentOptions).
 inline constexpr uint32_t kInlineMaxWorkgroupsLimit = 64;
+inline constexpr uint32_t kMaxSdmaEngines = 16;
 
 struct SoftAgentOptions {
     uint32_t worker_threads = 2;           // workgroup workers shared by all queues (>= 1)
@@ -99,6 +104,13 @@ struct SoftAgentOptions {
     uint32_t max_queues = 128;             // ENOMEM beyond
     uint32_t max_events = 4096;            // ENOMEM beyond (KFD's signal event limit)
     uint32_t max_inflight_dispatches = 4;  // per queue, overlapping pool dispatches (>= 1)
+    // SDMA engines (1 .. kMaxSdmaEngines) all SDMA queues share: at most this many copy
+    // or fill at once (sdma_engines.hpp). The topology reports as many.
+    uint32_t sdma_engines = 2;
+    // How long one packet's work (an SDMA copy, a big dispatch's workgroups) runs while
+    // other queues wait for the engines or the workers, before it lets them have a turn
+    // (50 us .. 100 ms).
+    std::chrono::microseconds work_slice{2000};
     // Dispatches of at most this many workgroups run inline on the queue's thread (no
     // job, no pool, no in-flight cap; a stop or an unmap waits for one workgroup of it).
     // nullopt: worker_threads; 0: none; at most kInlineMaxWorkgroupsLimit (64), so that a

@@ -63,6 +63,9 @@ public:
     uint32_t doorbells(const xenhsa_doorbell_page& page) noexcept;
     [[nodiscard]] bool has_queues() const noexcept;
     [[nodiscard]] uint64_t doorbells_forwarded() const noexcept { return doorbells_forwarded_; }
+    // Moves when the GPU took work from the guest's queues: the packets its queues took,
+    // or, from a GPU that cannot tell (hardware), the doorbells forwarded to it.
+    [[nodiscard]] uint64_t gpu_progress() const noexcept;
     [[nodiscard]] uint64_t doorbell_polls() const noexcept { return doorbell_polls_; }
     void count_doorbell_polls(uint64_t polls) noexcept { doorbell_polls_ += polls; }
 

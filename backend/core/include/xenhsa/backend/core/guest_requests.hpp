@@ -100,6 +100,8 @@ public:
     [[nodiscard]] uint64_t doorbells_forwarded() const noexcept {
         return gpu_.doorbells_forwarded();
     }
+    // GpuCommands::gpu_progress: moves when the GPU took work from the guest's queues.
+    [[nodiscard]] uint64_t gpu_progress() const noexcept { return gpu_.gpu_progress(); }
     // The doorbell watch's polls (guest_core.hpp), for stats().
     void count_doorbell_polls(uint64_t polls) noexcept { gpu_.count_doorbell_polls(polls); }
 
