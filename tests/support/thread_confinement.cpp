@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string_view>
 #include <system_error>
 
@@ -75,6 +76,38 @@ std::map<pid_t, ProcFields> thread_fields(pid_t pid) {
                << "process " << pid << ", " << threads.size() << " threads:" << wrong;
     }
     return ::testing::AssertionSuccess() << threads.size() << " threads confined";
+}
+
+std::optional<uid_t> sole_identity(pid_t pid) {
+    const auto threads = thread_fields(pid);
+    std::optional<std::string> id;
+    for (const auto& [tid, f] : threads) {
+        for (const char* key : {"Uid", "Gid"}) {
+            const auto it = f.find(key);
+            if (it == f.end()) {
+                return std::nullopt;
+            }
+            std::istringstream fields(it->second);
+            std::string one;
+            int count = 0;
+            while (fields >> one) {
+                if (!id) {
+                    id = one;
+                }
+                if (one != *id) {
+                    return std::nullopt;
+                }
+                ++count;
+            }
+            if (count != 4) {
+                return std::nullopt;
+            }
+        }
+    }
+    if (!id) {
+        return std::nullopt;
+    }
+    return static_cast<uid_t>(std::stoul(*id));
 }
 
 }  // namespace xenhsa::testing

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 
 namespace xenhsa::testing {
@@ -24,6 +25,11 @@ std::map<pid_t, ProcFields> thread_fields(pid_t pid);
 // and, when this test runs as root, an empty bounding set and no uid 0. The failure names
 // each thread and field that differ.
 ::testing::AssertionResult every_thread_confined(pid_t pid, std::size_t min_threads = 1);
+
+// The one identity of every thread of `pid`: the uid when each thread's real, effective,
+// saved and filesystem uid and all four gids are that one number; nullopt otherwise (or
+// when the process is gone).
+std::optional<uid_t> sole_identity(pid_t pid);
 
 }  // namespace xenhsa::testing
 

@@ -89,7 +89,13 @@ std::optional<std::string> drop_identity(const ConfinementOptions& options, Iden
     if (::geteuid() != 0) {
         return std::nullopt;  // already unprivileged: nothing to give up
     }
-    std::optional<Identity> who = options.user.empty() ? lookup("xenhsa") : lookup(options.user);
+    std::optional<Identity> who;
+    if (options.uid) {
+        who = Identity{*options.uid, static_cast<gid_t>(*options.uid),
+                       "uid " + std::to_string(*options.uid)};
+    } else {
+        who = options.user.empty() ? lookup("xenhsa") : lookup(options.user);
+    }
     if (!who && options.user.empty()) {
         who = lookup("nobody");
     }

@@ -72,6 +72,18 @@ int main(int argc, char** argv) {
                    "the user a worker becomes when the backend runs as root (default: "
                    "\"xenhsa\" if it exists, else \"nobody\")")
         ->type_name("USER");
+    std::string worker_uids;
+    app.add_option("--worker-uids", worker_uids,
+                   "the uids workers started as root get, one each (and the gid of the same "
+                   "number), unless --worker-user names one user for all")
+        ->type_name("FIRST:COUNT")
+        ->default_str(std::to_string(WorkerUidRange::kDefaultFirst) + ":" +
+                      std::to_string(WorkerUidRange::kDefaultCount))
+        ->check([](const std::string& text) {
+            return parse_worker_uids(text)
+                       ? std::string()
+                       : "a range FIRST:COUNT of uids from 1000 up, below 4294967295";
+        });
     app.add_option("--worker-seccomp", seccomp,
                    "workers' system-call filter: kill (a call outside the allowlist kills the "
                    "worker), log (the kernel logs it), off")
@@ -122,6 +134,9 @@ int main(int argc, char** argv) {
     app.add_option("--control-fd", control_fd)->group("")->check(CLI::Range(0, 1 << 20));
     app.add_option("--map-ceiling", connector.ceilings.max_map_pages)->group("");
     app.add_option("--lend-ceiling", connector.ceilings.max_lend_pages)->group("");
+    app.add_option("--worker-uid", confinement.uid)
+        ->group("")
+        ->check(CLI::Range(1000u, 0xFFFFFFFEu));
 #if XENHSA_TEST_HOOKS
     // Test builds: the seam faults the workers inject (fault_plan.hpp).
     app.add_option("--fault-plan", connector.fault_plan)->group("");
@@ -159,6 +174,9 @@ int main(int argc, char** argv) {
     options.confinement = confinement;
     options.log_level = level;
     options.pools = pools;
+    if (!worker_uids.empty()) {
+        options.worker_uids = *parse_worker_uids(worker_uids);
+    }
     if (!control_socket.empty()) {
         options.control_socket = control_socket;
     } else if (xen) {

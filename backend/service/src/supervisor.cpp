@@ -34,7 +34,8 @@ Supervisor::Supervisor(const SupervisorOptions& options, xen::Platform& platform
                [this](const nlohmann::json& r, ControlServer::Reply reply) {
                    on_control(r, std::move(reply));
                }),
-      shares_(shares) {}
+      shares_(shares),
+      worker_uids_(options.worker_uids) {}
 
 int Supervisor::run() {
     stop_signals_.async_wait([this](boost::system::error_code ec, int signo) {

@@ -26,6 +26,7 @@
 #include <xenhsa/backend/service/store_pump.hpp>
 #include <xenhsa/backend/service/supervisor.hpp>
 #include <xenhsa/backend/service/worker_process.hpp>
+#include <xenhsa/backend/service/worker_uids.hpp>
 
 namespace xenhsa::backend::service::supervision {
 
@@ -50,6 +51,7 @@ struct Device {
     bool refused = false;                 // beyond max_guests: waits for a slot or its frontend
     bool frontend_left = false;           // refused, and its frontend left Initialising since
     uint64_t held_pages = 0;              // lent pages its guest held when this connection began
+    std::optional<uid_t> uid;             // its worker's own uid (WorkerUids)
     QuotaCeilings ceilings;
     boost::asio::steady_timer restart;
     boost::asio::steady_timer kill;
@@ -152,6 +154,7 @@ private:
     PoolShares shares_;
     uint32_t cpus_ = usable_cpus();  // agent threads are shared out of these
     CpuGroups cpu_groups_;           // a CPU share per worker (opened by run())
+    WorkerUids worker_uids_;         // a uid per worker (when they start as root)
     bool usage_warned_ = false;
     uint64_t confinement_violations_ = 0;  // workers killed by their seccomp filter, in all
     bool shutting_down_ = false;

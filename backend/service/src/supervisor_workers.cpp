@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -42,11 +43,31 @@ void Supervisor::start_worker(Device& dev) {
     options.connector.ceilings = dev.ceilings;
     options.connector.agent_threads =
         agent_threads_for(options.connector.agent_threads, shares_.guests(), cpus_);
+    // A worker started as root becomes a uid of its own, unless one user was named for all.
+    const bool own_uid =
+        ::geteuid() == 0 && options.confinement.enabled && options.confinement.user.empty();
+    if (own_uid) {
+        options.confinement.uid = worker_uids_.take();
+        if (!options.confinement.uid) {
+            const WorkerUidRange& range = worker_uids_.range();
+            log_->error(
+                "cannot start a worker for {}: all {} worker uids from {} are in use "
+                "(--worker-uids FIRST:COUNT widens the range)",
+                to_string(dev.id), range.count, range.first);
+            ++dev.failures;
+            mark_closed(dev.id);
+            watch_frontend(dev);
+            return;
+        }
+    }
     auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
     // Test builds: a fault plan is for one worker, so that the device's next worker, started
     // after the fault, shows how the guest recovers.
     options_.connector.fault_plan.clear();
     if (!worker) {
+        if (options.confinement.uid) {
+            worker_uids_.give_back(*options.confinement.uid);
+        }
         log_->error("cannot start a worker for {}: {}", to_string(dev.id),
                     worker.error().message());
         ++dev.failures;
@@ -55,6 +76,7 @@ void Supervisor::start_worker(Device& dev) {
         return;
     }
     dev.worker = std::move(worker).value();
+    dev.uid = options.confinement.uid;
     if (cpu_groups_.enabled()) {
         if (auto placed = cpu_groups_.place(dev.worker->pid()); !placed) {
             log_->warn("device {}: worker {} has no CPU share of its own: {}", to_string(dev.id),
@@ -67,10 +89,11 @@ void Supervisor::start_worker(Device& dev) {
                     dev.worker->pid());
     }
     log_->info(
-        "device {}: worker {} started (max_map_pages <= {}, max_lend_pages <= {}, "
+        "device {}: worker {} started{} (max_map_pages <= {}, max_lend_pages <= {}, "
         "{} lent page(s) still held)",
-        to_string(dev.id), dev.worker->pid(), *dev.ceilings.max_map_pages,
-        *dev.ceilings.max_lend_pages, dev.held_pages);
+        to_string(dev.id), dev.worker->pid(),
+        dev.uid ? " as uid " + std::to_string(*dev.uid) : std::string(),
+        *dev.ceilings.max_map_pages, *dev.ceilings.max_lend_pages, dev.held_pages);
 }
 
 void Supervisor::refuse(Device& dev) {
@@ -198,6 +221,10 @@ void Supervisor::adopt_workers() {
         dev.held_pages = held_pages(dev.id.fe);
         dev.ceilings = shares_.ceilings(dev.held_pages);
         dev.worker = std::move(worker).value();
+        if (const auto uid = process_uid(stored.pid); uid && worker_uids_.range().contains(*uid)) {
+            worker_uids_.hold(*uid);
+            dev.uid = uid;
+        }
         dev.worker->on_ceilings_wanted = [this, id = dev.id] { send_ceilings(id); };
         dev.worker->on_exit = [this, id = dev.id] { adopted_worker_ended(id); };
         // Only a supervisor that crashed leaves workers behind.
@@ -222,6 +249,10 @@ void Supervisor::worker_ended(Device& dev, std::optional<int> wait_status) {
     dev.kill.cancel();
     WorkerFdStore::drop(dev.id, pid);
     cpu_groups_.remove(pid);
+    if (dev.uid) {
+        worker_uids_.give_back(*dev.uid);
+        dev.uid.reset();
+    }
     const int status = wait_status.value_or(0);
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!wait_status) {

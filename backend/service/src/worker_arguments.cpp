@@ -73,6 +73,10 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
         args.emplace_back("--worker-user");
         args.push_back(options.confinement.user);
     }
+    if (options.confinement.uid) {
+        args.emplace_back("--worker-uid");
+        args.push_back(std::to_string(*options.confinement.uid));
+    }
     args.emplace_back("--worker-seccomp");
     args.emplace_back(seccomp_mode_name(options.confinement.seccomp));
     return args;

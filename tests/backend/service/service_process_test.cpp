@@ -27,6 +27,7 @@
 #include <thread_confinement.hpp>
 #include <vector>
 #include <xenhsa/backend/service/cpu_groups.hpp>
+#include <xenhsa/backend/service/worker_uids.hpp>
 #include <xenhsa/backend/service/xenbus.hpp>
 #include <xenhsa/xen/sim/client.hpp>
 
@@ -44,6 +45,7 @@ using xenhsa::backend::service::cpu_cgroup_of;
 using xenhsa::backend::service::CpuGroups;
 using xenhsa::backend::service::DeviceId;
 using xenhsa::backend::service::frontend_dir;
+using xenhsa::backend::service::WorkerUidRange;
 using xenhsa::testing::eventually;
 using xenhsa::testing::kPatience;
 using xenhsa::testing::Process;
@@ -467,6 +469,26 @@ TEST_F(ServiceTest, ACompromisedWorkerIsRefusedWhatReachesBeyondItsGuest) {
 
 // A guest's threads compete for the CPU as one guest: each worker, every thread of it, in a
 // CPU group of its own with the weight of every other worker's; the group goes with it.
+// One uid per worker (issue 25, item 2): every thread of each worker runs as a uid of its
+// own from the workers' range, with the gid of the same number, so the kernel refuses
+// either worker's signal or ptrace to the other whatever their filters allow.
+TEST_F(ServiceTest, EachWorkerHasAUidOfItsOwn) {
+    if (::geteuid() != 0) {
+        GTEST_SKIP() << "workers keep the test's user when it is not root";
+    }
+    const auto [a, b] = start_with_two_guests();
+    std::vector<uid_t> uids;
+    for (const xen::DomId fe : {a, b}) {
+        const pid_t pid = worker_pid(fe);
+        ASSERT_GT(pid, 0);
+        const auto uid = xenhsa::testing::sole_identity(pid);
+        ASSERT_TRUE(uid) << "worker " << pid << "'s threads differ in uid or gid";
+        EXPECT_TRUE(WorkerUidRange{}.contains(*uid)) << *uid;
+        uids.push_back(*uid);
+    }
+    EXPECT_NE(uids[0], uids[1]);
+}
+
 TEST_F(ServiceTest, EachWorkerHasACpuShareOfItsOwn) {
     const auto [a, b] = start_with_two_guests();
     const auto groups = status().value("cpu_groups", nlohmann::json::object());

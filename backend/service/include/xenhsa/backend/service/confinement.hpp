@@ -9,10 +9,11 @@
 //      are logged (the worker was started with fds 0-3 only, so the rest are its guest's:
 //      gntdev, gntalloc, evtchn, xenstore, the KFD's);
 //   2. when started as root: every capability leaves the bounding set, supplementary
-//      groups go, and the worker becomes `user` (and its group) for good, which empties
-//      its permitted and effective capabilities; ambient capabilities are cleared;
-//   3. non-dumpable (workers share a user: none may ptrace another or read its memory
-//      through /proc; sanitized builds stay dumpable for LeakSanitizer) and
+//      groups go, and the worker becomes its own uid (and gid), or `user` (and its
+//      group), for good, which empties its permitted and effective capabilities; ambient
+//      capabilities are cleared;
+//   3. non-dumpable (none may ptrace it or read its memory through /proc, should another
+//      worker share its user; sanitized builds stay dumpable for LeakSanitizer) and
 //      PR_SET_NO_NEW_PRIVS;
 //   4. a seccomp filter (libseccomp, TSYNC) that allows the system calls a worker's steady
 //      state makes (syscall_filter.hpp) and kills the process on any other
@@ -41,8 +42,11 @@ enum class SeccompMode : uint8_t {
 
 struct ConfinementOptions {
     // The user a worker started as root becomes: empty means "xenhsa" if that user
-    // exists, else "nobody".
+    // exists, else "nobody". A worker given `uid` becomes that instead.
     std::string user;
+    // A uid of its own (and the gid of the same number) the supervisor handed this worker
+    // (worker_uids.hpp).
+    std::optional<uid_t> uid;
     SeccompMode seccomp = SeccompMode::kill;
     bool enabled = true;  // false: no confinement at all (debugging by hand only)
 };

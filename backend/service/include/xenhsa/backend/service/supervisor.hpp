@@ -32,6 +32,7 @@
 #include <xenhsa/backend/service/connector_config.hpp>
 #include <xenhsa/backend/service/platform_open.hpp>
 #include <xenhsa/backend/service/pool_shares.hpp>
+#include <xenhsa/backend/service/worker_uids.hpp>
 
 namespace xenhsa::backend::service {
 
@@ -41,6 +42,9 @@ struct SupervisorOptions {
     ConnectorConfig connector;       // handed to every worker
     ConfinementOptions confinement;  // likewise
     PoolOptions pools;
+    // Workers started as root each get a uid of their own from this range, unless
+    // confinement.user names a user for all of them.
+    WorkerUidRange worker_uids;
     spdlog::level::level_enum log_level = spdlog::level::info;
     std::filesystem::path worker_exe;  // empty: this binary (/proc/self/exe)
     std::chrono::milliseconds shutdown_grace{10000};
