@@ -57,13 +57,43 @@ long attempt(std::string_view name, const std::string& path, pid_t pid) {
     return -2;
 }
 
+// -1 with errno set, 0 when the hypervisor call succeeded, -2 for no such attempt.
+long platform_attempt(std::string_view name, const nlohmann::json& request,
+                      xen::Platform& platform) {
+    const auto domid = [&](const char* key) {
+        return static_cast<xen::DomId>(json_uint(request, key).value_or(xen::kDomIdInvalid));
+    };
+    const std::string path(json_string(request, "path").value_or(""));
+    std::error_code failed;
+    if (name == "store-read" && platform.store) {
+        if (auto r = platform.store->read(xen::kNoTx, path); !r) failed = r.error();
+    } else if (name == "store-write" && platform.store) {
+        if (auto r = platform.store->write(xen::kNoTx, path, "x"); !r) failed = r.error();
+    } else if (name == "grant-map" && platform.grants) {
+        const xen::GrantRef refs[] = {
+            static_cast<xen::GrantRef>(json_uint(request, "ref").value_or(0))};
+        if (auto r = platform.grants->map({.domid = domid("granter"), .refs = refs}); !r) {
+            failed = r.error();
+        }
+    } else if (name == "evtchn-bind" && platform.events) {
+        if (auto r = platform.events->bind_unbound(domid("remote")); !r) failed = r.error();
+    } else {
+        return -2;
+    }
+    errno = failed.value();
+    return failed ? -1 : 0;
+}
+
 }  // namespace
 
-nlohmann::json make_attack_attempt(const nlohmann::json& request) {
+nlohmann::json make_attack_attempt(const nlohmann::json& request, xen::Platform& platform) {
     const std::string name(json_string(request, "attempt").value_or(""));
     const std::string path(json_string(request, "path").value_or(""));
     const auto pid = static_cast<pid_t>(json_uint(request, "pid").value_or(0));
-    const long rc = attempt(name, path, pid);
+    long rc = attempt(name, path, pid);
+    if (rc == -2) {
+        rc = platform_attempt(name, request, platform);
+    }
     const int error = errno;
     if (rc == -2) {
         return error_reply("unknown attempt");

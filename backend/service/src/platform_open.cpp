@@ -72,11 +72,11 @@ xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformR
         return xen::errc(std::errc::not_supported);
 #endif
     }
-    // The simulator has no per-domain restriction of a dom0 connection: a worker there
-    // only drops the components it does not need.
-    (void)guest;
 #if XENHSA_SERVICE_HAVE_SIM
-    auto platform = xen::sim::attach(choice.sim_dir, 0);
+    // A worker's connections act for its guest only (the daemon enforces it), for good.
+    auto platform = role == PlatformRole::worker
+                        ? xen::sim::attach_acting_for(choice.sim_dir, 0, guest)
+                        : xen::sim::attach(choice.sim_dir, 0);
     if (!platform) {
         return platform.error();
     }
@@ -91,6 +91,7 @@ xen::Result<xen::Platform> open_platform(const PlatformChoice& choice, PlatformR
     return platform;
 #else
     (void)role;
+    (void)guest;
     return xen::errc(std::errc::not_supported);
 #endif
 }

@@ -28,6 +28,7 @@ class Worker {
 public:
     Worker(const WorkerOptions& options, xen::Platform& platform, GuestConnector& factory)
         : options_(options),
+          platform_(platform),
           factory_(factory),
           log_(spdlog::default_logger()),
           signals_(io_, SIGTERM, SIGINT),
@@ -173,7 +174,7 @@ private:
             reply = error_reply("the forbidden system call was allowed");
         } else if (op == op::test_attack) {
             log_->warn("test hook: attempting {}", json_string(request, "attempt").value_or("?"));
-            reply = make_attack_attempt(request);
+            reply = make_attack_attempt(request, platform_);
 #endif
         } else if (op == op::shutdown) {
             log_->info("shutdown requested: revoking everything");
@@ -199,6 +200,7 @@ private:
     }
 
     const WorkerOptions& options_;
+    xen::Platform& platform_;  // the test hook's attempts only
     GuestConnector& factory_;
     std::shared_ptr<spdlog::logger> log_;
     boost::asio::io_context io_;

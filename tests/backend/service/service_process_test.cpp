@@ -450,6 +450,16 @@ TEST_F(ServiceTest, ACompromisedWorkerIsRefusedWhatReachesBeyondItsGuest) {
     refused({{"attempt", "kill"}, {"pid", pid_b}}, {EPERM});
     refused({{"attempt", "kill"}, {"pid", backend_->pid()}}, {EPERM});
 #endif
+    // Through its own hypervisor handles, which act for its guest only: another guest's
+    // store keys, its grants, an event channel to it.
+    const std::string b_backend = "/local/domain/0/backend/xenhsa/" + std::to_string(b) + "/0";
+    refused({{"attempt", "store-write"}, {"path", b_backend + "/state"}}, {EACCES});
+    refused({{"attempt", "store-read"},
+             {"path", "/local/domain/" + std::to_string(b) + "/device/xenhsa/0/ring-ref"}},
+            {EACCES});
+    refused({{"attempt", "grant-map"}, {"granter", b}, {"ref", 8}}, {EPERM});
+    refused({{"attempt", "evtchn-bind"}, {"remote", b}}, {EPERM});
+    EXPECT_EQ(be_read(b, "state"), "4") << "guest b's backend state untouched";
     EXPECT_EQ(status().value("confinement_violations", uint64_t{99}), 0u) << status().dump();
 
     // What the allowlist kills: running a program, a new socket (a is killed by the one,

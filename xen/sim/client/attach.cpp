@@ -17,15 +17,15 @@ Result<Channel> control(const std::filesystem::path& dir) {
     return Channel::open(dir, wire::Role::control, 0);
 }
 
-Result<Channel> attached(const std::filesystem::path& dir, DomId domid) {
-    return Channel::open(dir, wire::Role::attach, domid);
+Result<Channel> attached(const std::filesystem::path& dir, DomId domid, DomId acting_for) {
+    return Channel::open(dir, wire::Role::attach, domid, acting_for);
 }
 
 // Opens one more connection attached to `domid` and builds a component over it.
 template <class T>
 Result<void> add(const std::filesystem::path& dir, DomId domid, std::unique_ptr<T>& slot,
-                 Result<std::unique_ptr<T>> (*make)(Channel)) {
-    auto ch = attached(dir, domid);
+                 Result<std::unique_ptr<T>> (*make)(Channel), DomId acting_for = 0) {
+    auto ch = attached(dir, domid, acting_for);
     if (!ch) return ch.error();
     auto component = make(std::move(ch.value()));
     if (!component) return component.error();
@@ -85,13 +85,20 @@ Result<std::vector<DomainInfo>> list_domains(const std::filesystem::path& dir) {
 }
 
 Result<Platform> attach(const std::filesystem::path& dir, DomId domid) {
+    return attach_acting_for(dir, domid, 0);
+}
+
+Result<Platform> attach_acting_for(const std::filesystem::path& dir, DomId domid,
+                                   DomId acting_for) {
+    if (acting_for != 0 && domid != 0) return errno_code(EINVAL);
     Platform p;
-    if (auto r = add(dir, domid, p.grants, client::make_grant_mapper); !r) return r.error();
-    if (auto r = add(dir, domid, p.sharer, client::make_grant_sharer); !r) return r.error();
-    if (auto r = add(dir, domid, p.events, client::make_event_channel); !r) return r.error();
-    if (auto r = add(dir, domid, p.store, client::make_store); !r) return r.error();
-    if (auto r = add(dir, domid, p.domains, client::make_domains); !r) return r.error();
-    if (domid == 0) {
+    const DomId a = acting_for;
+    if (auto r = add(dir, domid, p.grants, client::make_grant_mapper, a); !r) return r.error();
+    if (auto r = add(dir, domid, p.sharer, client::make_grant_sharer, a); !r) return r.error();
+    if (auto r = add(dir, domid, p.events, client::make_event_channel, a); !r) return r.error();
+    if (auto r = add(dir, domid, p.store, client::make_store, a); !r) return r.error();
+    if (auto r = add(dir, domid, p.domains, client::make_domains, a); !r) return r.error();
+    if (domid == 0 && acting_for == 0) {
         if (auto r = add(dir, domid, p.foreign, client::make_foreign_memory); !r) return r.error();
     }
     return p;

@@ -39,7 +39,8 @@ std::error_code transport(const std::error_code& ec) noexcept {
 
 }  // namespace
 
-Result<Channel> Channel::open(const std::filesystem::path& dir, wire::Role role, DomId domid) {
+Result<Channel> Channel::open(const std::filesystem::path& dir, wire::Role role, DomId domid,
+                              DomId acting_for) {
     auto sock = connect_to(dir);
     if (!sock) return sock.error();
     Channel ch;
@@ -49,7 +50,7 @@ Result<Channel> Channel::open(const std::filesystem::path& dir, wire::Role role,
     } catch (const std::bad_alloc&) {
         return errno_code(ENOMEM);
     }
-    const wire::HelloReq hello{static_cast<uint32_t>(role), domid, 0};
+    const wire::HelloReq hello{static_cast<uint32_t>(role), domid, acting_for};
     auto reply = ch.call(wire::Op::hello, wire::as_bytes(hello));
     if (!reply) return reply.error();
     if (auto ok = check(reply.value()); !ok) return ok.error();

@@ -16,7 +16,9 @@ public:
     using AsyncHandler = std::function<void(wire::Message&&)>;
 
     // Connects to DIR/xenhsa-sim.sock and says hello (ESRCH: no such domain to attach).
-    static Result<Channel> open(const std::filesystem::path& dir, wire::Role role, DomId domid);
+    // `acting_for` (attached to dom0 only): the guest this connection may act for, 0 none.
+    static Result<Channel> open(const std::filesystem::path& dir, wire::Role role, DomId domid,
+                                DomId acting_for = 0);
 
     Channel(Channel&&) noexcept = default;
     Channel& operator=(Channel&&) noexcept = default;

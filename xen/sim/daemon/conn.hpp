@@ -53,6 +53,7 @@ struct Conn {
     UniqueFd pidfd;
     Role role = Role::none;
     DomId dom = 0;
+    DomId acting_for = 0;  // a dom0 connection that may act for this guest only (0: any)
     bool closing = false;
     bool want_write = false;  // registered for EPOLLOUT (and not EPOLLIN)
 

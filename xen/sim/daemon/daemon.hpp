@@ -117,6 +117,10 @@ private:
         UniqueFd outbox;          // ours, into the peer's inbox
         UniqueFd peer_outbox;     // a copy of the peer's: keeps `peer` ours
     };
+    // What a connection acting for one guest may do (dispatch.cpp, store_bridge.cpp).
+    [[nodiscard]] bool may_query(const Conn& c, const wire::Message& req) const;
+    [[nodiscard]] bool may_act(const Conn& c, const wire::Message& req) const;
+    [[nodiscard]] static bool store_path_allowed(const Conn& c, std::string_view path);
     Result<Port> bind_unbound(Conn& c, DomId remote);
     Result<Port> bind_interdomain(Conn& c, DomId remote, Port remote_port, BoundEnd& out);
     Result<void> unbind(Conn& c, Port port);

@@ -80,6 +80,10 @@ void Daemon::dispatch(Conn& c, wire::Message& req) {
             return;
         case Op::list_domains:
         case Op::domain_alive:
+            if (c.acting_for != 0 && !may_query(c, req)) {
+                reply_error(c, req, err(EPERM));
+                return;
+            }
             on_toolstack(c, req);
             return;
         case Op::evtchn_bound:
@@ -91,6 +95,10 @@ void Daemon::dispatch(Conn& c, wire::Message& req) {
             break;
     }
     if (!attached) {
+        reply_error(c, req, err(EPERM));
+        return;
+    }
+    if (c.acting_for != 0 && !may_act(c, req)) {
         reply_error(c, req, err(EPERM));
         return;
     }
@@ -118,6 +126,40 @@ void Daemon::dispatch(Conn& c, wire::Message& req) {
     }
 }
 
+// A connection acting for one guest (attach_acting_for): only that guest's liveness.
+bool Daemon::may_query(const Conn& c, const wire::Message& req) const {
+    if (req.op() != Op::domain_alive || !req.body_is<wire::DomainReq>()) {
+        return false;  // no domain list
+    }
+    const DomId id = req.body_as<wire::DomainReq>().domid;
+    return id == c.acting_for || id == c.dom;
+}
+
+// A connection acting for one guest: grants, shares and event channels with that guest
+// only, no foreign memory. Malformed bodies pass on to be refused as such.
+bool Daemon::may_act(const Conn& c, const wire::Message& req) const {
+    const auto with_guest = [&](DomId other) { return other == c.acting_for; };
+    switch (req.op()) {
+        case Op::grant_map:
+            return !req.body_is<wire::MapReq>() || with_guest(req.body_as<wire::MapReq>().domid);
+        case Op::foreign_map:
+            return false;
+        case Op::share:
+            return !req.body_is<wire::ShareReq>() || with_guest(req.body_as<wire::ShareReq>().peer);
+        case Op::grant_usage:
+            return !req.body_is<wire::DomainReq>() ||
+                   with_guest(req.body_as<wire::DomainReq>().domid);
+        case Op::evtchn_bind_unbound:
+            return !req.body_is<wire::BindUnboundReq>() ||
+                   with_guest(req.body_as<wire::BindUnboundReq>().remote);
+        case Op::evtchn_bind_interdomain:
+            return !req.body_is<wire::BindInterdomainReq>() ||
+                   with_guest(req.body_as<wire::BindInterdomainReq>().remote);
+        default:
+            return true;  // its own maps, shares and ports; the store checks its paths
+    }
+}
+
 void Daemon::on_hello(Conn& c, const wire::Message& req) {
     if (!req.body_is<wire::HelloReq>() || !req.tail.empty() || !req.fds.empty()) {
         drop(c, "bad hello");
@@ -133,10 +175,15 @@ void Daemon::on_hello(Conn& c, const wire::Message& req) {
         reply_error(c, req, err(EINVAL));
         return;
     }
+    if (hello.acting_for != 0 && (hello.domid != 0 || hello.acting_for >= kDomIdFirstReserved)) {
+        reply_error(c, req, err(EINVAL));  // only dom0 acts for a guest
+        return;
+    }
     if (auto r = attach(c, hello.domid); !r) {
         reply_error(c, req, r.error());
         return;
     }
+    c.acting_for = hello.acting_for;
     reply_body(c, req, wire::HelloRep{c.dom, static_cast<uint16_t>(c.dom == 0 ? 1 : 0), 0});
 }
 

@@ -36,6 +36,13 @@ Result<ConnId> Daemon::store_conn(Conn& c) {
     return *c.store;
 }
 
+bool Daemon::store_path_allowed(const Conn& c, std::string_view path) {
+    if (path.starts_with('@')) return true;  // @releaseDomain and the like: watches
+    const std::string guest = std::to_string(c.acting_for);
+    return is_child(path, "/local/domain/" + guest + "/device/xenhsa") ||
+           is_child(path, "/local/domain/0/backend/xenhsa/" + guest);
+}
+
 std::string Daemon::store_path(const Conn& c, std::string_view path) const {
     if (path.empty() || path.front() == '/' || path.front() == '@') return std::string(path);
     return home_of(c.dom) + "/" + std::string(path);
@@ -99,6 +106,10 @@ void Daemon::on_store(Conn& c, const wire::Message& req) {
         return;
     }
     const std::string path = store_path(c, raw_path);
+    if (c.acting_for != 0 && !store_path_allowed(c, path)) {
+        reply_error(c, req, errno_code(EACCES));
+        return;
+    }
     const TxId tx = body.tx;
     const wire::Empty empty_body{};
     const auto empty = wire::as_bytes(empty_body);

@@ -71,6 +71,14 @@ Result<std::vector<DomainInfo>> list_domains(const std::filesystem::path& dir);
 // seam bundle: grants, sharer, events, store, domains; foreign for dom0 only. Each
 // component has its own connection to the daemon.
 Result<Platform> attach(const std::filesystem::path& dir, DomId domid);
+// attach(dir, 0) for a backend's worker: every connection may act for guest `acting_for`
+// only, as Xen's xenevtchn_restrict does for event channels, for good. The daemon refuses
+// with EPERM a grant map of another domain's refs, a share or an event channel with
+// another domain, foreign memory (the bundle has none) and the domain list, a liveness
+// query of another guest, and with EACCES any store path outside the guest's frontend
+// directories (/local/domain/<guest>/device/xenhsa) and dom0's backend directories for
+// it (/local/domain/0/backend/xenhsa/<guest>); watches on @-paths stay allowed.
+Result<Platform> attach_acting_for(const std::filesystem::path& dir, DomId domid, DomId acting_for);
 
 // The grant usage of `domid`'s own table (Platform::usage, which attach() leaves null:
 // a backend's supervisor asks for it). held_by(peer): refs the domain granted to `peer`

@@ -103,9 +103,9 @@ struct Empty {
 enum class Role : uint32_t { control = 1, attach = 2 };
 
 struct HelloReq {
-    uint32_t role;   // Role
-    uint16_t domid;  // attach only
-    uint16_t pad;
+    uint32_t role;        // Role
+    uint16_t domid;       // attach only
+    uint16_t acting_for;  // attach to dom0 only: 0, or the one guest it may act for
 };
 struct HelloRep {
     uint16_t domid;
