@@ -58,7 +58,6 @@ bool EngineTurn::go() {
         return take();
     }
     if (engines_.contended() && std::chrono::steady_clock::now() - since_ >= engines_.slice()) {
-        engines_.count_handover();
         engines_.release();
         held_ = false;
         return take();

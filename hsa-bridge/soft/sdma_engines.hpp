@@ -39,11 +39,6 @@ public:
     // Waiters look at their `halted` flag again.
     void interrupt() noexcept;
     [[nodiscard]] std::chrono::microseconds slice() const noexcept { return slice_; }
-    // Turns handed over because another queue waited (stats and tests).
-    [[nodiscard]] uint64_t handovers() const noexcept {
-        return handovers_.load(std::memory_order_relaxed);
-    }
-    void count_handover() noexcept { handovers_.fetch_add(1, std::memory_order_relaxed); }
 
 private:
     std::mutex mutex_;
@@ -52,7 +47,6 @@ private:
     uint64_t next_ticket_ = 0;
     uint32_t free_;
     std::atomic<uint32_t> waiting_{0};
-    std::atomic<uint64_t> handovers_{0};
     const std::chrono::microseconds slice_;
 };
 

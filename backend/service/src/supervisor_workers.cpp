@@ -43,6 +43,12 @@ void Supervisor::start_worker(Device& dev) {
     options.connector.ceilings = dev.ceilings;
     options.connector.agent_threads =
         agent_threads_for(options.connector.agent_threads, shares_.guests(), cpus_);
+    const auto cannot_start = [&](const std::string& why) {
+        log_->error("cannot start a worker for {}: {}", to_string(dev.id), why);
+        ++dev.failures;
+        mark_closed(dev.id);
+        watch_frontend(dev);
+    };
     // A worker started as root becomes a uid of its own, unless one user was named for all.
     const bool own_uid =
         ::geteuid() == 0 && options.confinement.enabled && options.confinement.user.empty();
@@ -50,13 +56,10 @@ void Supervisor::start_worker(Device& dev) {
         options.confinement.uid = worker_uids_.take();
         if (!options.confinement.uid) {
             const WorkerUidRange& range = worker_uids_.range();
-            log_->error(
-                "cannot start a worker for {}: all {} worker uids from {} are in use "
-                "(--worker-uids FIRST:COUNT widens the range)",
-                to_string(dev.id), range.count, range.first);
-            ++dev.failures;
-            mark_closed(dev.id);
-            watch_frontend(dev);
+            cannot_start(fmt::format(
+                "all {} worker uids from {} are in use (--worker-uids FIRST:COUNT widens the "
+                "range)",
+                range.count, range.first));
             return;
         }
     }
@@ -68,11 +71,7 @@ void Supervisor::start_worker(Device& dev) {
         if (options.confinement.uid) {
             worker_uids_.give_back(*options.confinement.uid);
         }
-        log_->error("cannot start a worker for {}: {}", to_string(dev.id),
-                    worker.error().message());
-        ++dev.failures;
-        mark_closed(dev.id);
-        watch_frontend(dev);
+        cannot_start(worker.error().message());
         return;
     }
     dev.worker = std::move(worker).value();
