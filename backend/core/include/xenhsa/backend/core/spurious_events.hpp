@@ -1,6 +1,7 @@
 // Accounting of a guest's event-channel kicks that bring no work, as Linux's backends do
-// since XSA-332 (late EOI, xen_irq_lateeoi with XEN_EOI_FLAG_SPURIOUS): a wake-up that
-// found no new request and no moved doorbell is spurious. The first `free_wakeups` in a
+// since XSA-332 (late EOI, xen_irq_lateeoi with XEN_EOI_FLAG_SPURIOUS): a wake-up after
+// which no new request was consumed and the GPU took no packet (on a GPU that cannot
+// tell, no doorbell moved) is spurious. The first `free_wakeups` in a
 // row cost nothing; after that the channel is re-armed (unmasked) only after a delay that
 // starts at `delay_min` and doubles up to `delay_max`. Any real work resets the count.
 //
@@ -29,8 +30,8 @@ class SpuriousEventThrottle {
 public:
     explicit SpuriousEventThrottle(const SpuriousEventPolicy& policy = {}) noexcept;
 
-    // A wake-up by the event channel is over; `work` says whether the guest published a
-    // request or moved a doorbell since the previous one. Returns how long to keep the
+    // A wake-up by the event channel is over; `work` says whether a request was consumed
+    // or the GPU took packets since the previous one (GuestCore). Returns how long to keep the
     // channel masked before unmasking it (zero: at once).
     std::chrono::microseconds wakeup(bool work) noexcept;
 
