@@ -1,10 +1,11 @@
-// EventChannel over libxenevtchn.
+// EventChannel over libxenevtchn; binding and unbinding by its authority (authority.hpp).
 #include <fcntl.h>
 #include <poll.h>
 
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
+#include "authority_user.hpp"
 #include "detail.hpp"
 
 extern "C" {
@@ -20,11 +21,16 @@ struct EvtchnClose {
 };
 using EvtchnHandle = std::unique_ptr<xenevtchn_handle, EvtchnClose>;
 
-class RealEventChannel final : public EventChannel {
+class RealEventChannel final : public EventChannel, public detail::AuthorityUser {
 public:
-    RealEventChannel(EvtchnHandle h, int fd) noexcept : h_(std::move(h)), fd_(fd) {}
+    RealEventChannel(EvtchnHandle h, int fd) : h_(std::move(h)), fd_(fd) {
+        if (h_) {
+            authority_ = direct_authority({.evtchn = fd_});
+        }
+    }
 
     [[nodiscard]] int fd() const noexcept override { return fd_; }
+    [[nodiscard]] int device_fd() const noexcept override { return fd_; }
 
     Result<BoundPort> bind_interdomain(DomId remote, Port remote_port) override {
         if (remote == kDomIdInvalid) {
@@ -33,13 +39,11 @@ public:
         if (!h_) {
             return errno_code(EBADF);
         }
-        errno = 0;
-        const xenevtchn_port_or_error_t port =
-            xenevtchn_bind_interdomain(h_.get(), remote, remote_port);
-        if (port < 0) {
-            return detail::last_error();
+        auto port = authority_->bind_interdomain(remote, remote_port);
+        if (!port) {
+            return port.error();
         }
-        return BoundPort(this, static_cast<Port>(port));
+        return BoundPort(this, port.value());
     }
 
     Result<BoundPort> bind_unbound(DomId remote) override {
@@ -115,8 +119,11 @@ protected:
     void unbind(Port local) noexcept override {
         // Not a safety problem if it fails (the port stays bound until the handle closes,
         // which unbinds everything): log and carry on.
-        if (h_ && xenevtchn_unbind(h_.get(), local) != 0) {
-            detail::warn("xenevtchn_unbind", errno);
+        if (!authority_) {
+            return;
+        }
+        if (auto unbound = authority_->unbind(local); !unbound) {
+            detail::warn("IOCTL_EVTCHN_UNBIND", unbound.error().value());
         }
     }
 

@@ -1,5 +1,6 @@
-// GrantMapper over libxengnttab, plus the gntdev ioctls for mappings at a fixed address
-// (which libxengnttab cannot place).
+// GrantMapper over gntdev: its authority maps the grants (IOCTL_GNTDEV_MAP_GRANT_REF,
+// authority.hpp), this mmap()s them where asked (anywhere, or at a fixed address, which
+// libxengnttab cannot place) and unmaps them as libxengnttab does.
 //
 // Per-element status: libxengnttab and gntdev report one errno for the whole batch (the
 // hypervisor's per-grant GNTST_* codes do not reach user space), so on failure every
@@ -18,6 +19,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 #include <xenhsa/xen/reservation.hpp>
 
+#include "authority_user.hpp"
 #include "detail.hpp"
 
 extern "C" {
@@ -36,15 +38,21 @@ struct GnttabClose {
 };
 using GnttabHandle = std::unique_ptr<xengnttab_handle, GnttabClose>;
 
-constexpr std::size_t kRefsOffset = offsetof(ioctl_gntdev_map_grant_ref, refs);
-
 void fill(std::span<int> status, int value) noexcept {
     std::fill(status.begin(), status.end(), value);
 }
 
-class RealGrantMapper final : public GrantMapper {
+class RealGrantMapper final : public GrantMapper, public detail::AuthorityUser {
 public:
-    explicit RealGrantMapper(GnttabHandle h) noexcept : h_(std::move(h)) {}
+    explicit RealGrantMapper(GnttabHandle h) : h_(std::move(h)) {
+        if (h_) {
+            authority_ = direct_authority({.gntdev = device_fd()});
+        }
+    }
+
+    [[nodiscard]] int device_fd() const noexcept override {
+        return h_ ? xengnttab_fd(h_.get()) : -1;
+    }
 
     Result<GrantMapping> map(const GrantMapSpec& spec, std::span<int> status) override {
         // Checked before the library: xengnttab_map_domain_grant_refs() underflows on a
@@ -69,21 +77,13 @@ public:
 
     Result<GrantMapping> map_notify(DomId domid, GrantRef ref, bool writable,
                                     const UnmapNotify& notify) override {
-        // The library takes -1 for "no notification" in both fields. gntdev refuses to
-        // clear a byte in a read-only mapping; say so before mapping anything.
-        uint32_t offset = static_cast<uint32_t>(-1);
-        evtchn_port_t port = static_cast<evtchn_port_t>(-1);
-        if (notify.clear_byte_at) {
-            if (*notify.clear_byte_at >= kPageSize || !writable) {
-                return errno_code(EINVAL);
-            }
-            offset = *notify.clear_byte_at;
+        // gntdev refuses to clear a byte in a read-only mapping; say so before mapping
+        // anything. Port -1 is the C API's "none".
+        if (notify.clear_byte_at && (*notify.clear_byte_at >= kPageSize || !writable)) {
+            return errno_code(EINVAL);
         }
-        if (notify.port) {
-            if (*notify.port == static_cast<Port>(-1)) {
-                return errno_code(EINVAL);
-            }
-            port = *notify.port;
+        if (notify.port && *notify.port == static_cast<Port>(-1)) {
+            return errno_code(EINVAL);
         }
         if (domid == kDomIdInvalid) {
             return errno_code(EINVAL);
@@ -91,12 +91,22 @@ public:
         if (!h_) {
             return errno_code(EBADF);
         }
+        // As libxengnttab: map, mmap, then ask for the notification.
         const int prot = PROT_READ | (writable ? PROT_WRITE : 0);
-        void* p = xengnttab_map_grant_ref_notify(h_.get(), domid, ref, prot, offset, port);
-        if (p == nullptr) {
-            return detail::last_error();
+        auto mapped = map_at(nullptr, domid, std::span(&ref, 1), prot);
+        if (!mapped) {
+            return mapped.error();
         }
-        return GrantMapping(this, static_cast<std::byte*>(p), 1, false);
+        if (notify.clear_byte_at || notify.port) {
+            auto asked = authority_->notify_on_unmap(
+                mapped.value().offset + notify.clear_byte_at.value_or(0),
+                notify.clear_byte_at.has_value(), notify.port);
+            if (!asked) {
+                unmap(mapped.value().addr, 1, false);
+                return asked.error();
+            }
+        }
+        return GrantMapping(this, mapped.value().addr, 1, false);
     }
 
 protected:
@@ -126,73 +136,64 @@ private:
     }
 
     Result<GrantMapping> map_anywhere(const GrantMapSpec& spec, int prot) {
-        std::vector<uint32_t> refs;  // the library takes a non-const array
-        try {
-            refs.assign(spec.refs.begin(), spec.refs.end());
-        } catch (const std::bad_alloc&) {
-            return errno_code(ENOMEM);
+        auto mapped = map_at(nullptr, spec.domid, spec.refs, prot);
+        if (!mapped) {
+            return mapped.error();
         }
-        const auto n = static_cast<uint32_t>(refs.size());
-        void* p = xengnttab_map_domain_grant_refs(h_.get(), n, spec.domid, refs.data(), prot);
-        if (p == nullptr) {
-            return detail::last_error();
-        }
-        return GrantMapping(this, static_cast<std::byte*>(p), n, false);
+        return GrantMapping(this, mapped.value().addr, spec.refs.size(), false);
     }
 
-    // What libxengnttab does (IOCTL_GNTDEV_MAP_GRANT_REF, then mmap() at the returned
-    // index), but placed at spec.at.
     Result<GrantMapping> map_fixed(const GrantMapSpec& spec, int prot) {
-        const int fd = xengnttab_fd(h_.get());
-        const std::size_t n = spec.refs.size();
+        auto mapped = map_at(spec.at, spec.domid, spec.refs, prot);
+        if (!mapped) {
+            return mapped.error();
+        }
+        return GrantMapping(this, spec.at, spec.refs.size(), true);
+    }
+
+    struct Mapped {
+        std::byte* addr;
+        uint64_t offset;  // in gntdev's file
+    };
+
+    // What libxengnttab does (IOCTL_GNTDEV_MAP_GRANT_REF, then mmap() at the returned
+    // offset), with the first step by the authority and the mapping placed at `at` when
+    // given.
+    Result<Mapped> map_at(std::byte* at, DomId domid, std::span<const GrantRef> refs, int prot) {
+        const int fd = device_fd();
+        const std::size_t n = refs.size();
         const std::size_t len = n * kPageSize;
-
-        // struct ioctl_gntdev_map_grant_ref ends in a variable-size refs[] array. Built
-        // and read back with memcpy: no misaligned or type-punned access.
-        std::vector<std::byte> buf;
-        try {
-            buf.resize(std::max(kRefsOffset + n * sizeof(ioctl_gntdev_grant_ref),
-                                sizeof(ioctl_gntdev_map_grant_ref)));
-        } catch (const std::bad_alloc&) {
-            return errno_code(ENOMEM);
+        auto offset = authority_->map_grants(domid, refs);
+        if (!offset) {
+            return offset.error();  // nothing happened to the reservation
         }
-        ioctl_gntdev_map_grant_ref head{};
-        head.count = static_cast<uint32_t>(n);
-        std::memcpy(buf.data(), &head, kRefsOffset);
-        for (std::size_t i = 0; i < n; ++i) {
-            const ioctl_gntdev_grant_ref r{spec.domid, spec.refs[i]};
-            std::memcpy(buf.data() + kRefsOffset + i * sizeof r, &r, sizeof r);
-        }
-        if (::ioctl(fd, IOCTL_GNTDEV_MAP_GRANT_REF, buf.data()) != 0) {
-            return detail::last_error();  // nothing happened to the reservation
-        }
-        std::memcpy(&head, buf.data(), kRefsOffset);
-
-        // MAP_FIXED is correct here ONLY because spec.at lies in a PROT_NONE reservation
-        // the caller owns (GrantMapSpec's contract): it replaces part of that reservation
-        // and nothing else. Without that guarantee MAP_FIXED would silently clobber
-        // whatever else is mapped there.
-        void* p =
-            ::mmap(spec.at, len, prot, MAP_SHARED | MAP_FIXED, fd, static_cast<off_t>(head.index));
+        // MAP_FIXED is correct here ONLY because `at` lies in a PROT_NONE reservation the
+        // caller owns (GrantMapSpec's contract): it replaces part of that reservation and
+        // nothing else. Without that guarantee MAP_FIXED would silently clobber whatever
+        // else is mapped there.
+        void* p = ::mmap(at, len, prot, MAP_SHARED | (at != nullptr ? MAP_FIXED : 0), fd,
+                         static_cast<off_t>(offset.value()));
         if (p == MAP_FAILED) {
             const std::error_code err = detail::last_error();
             // A failed MAP_FIXED mmap may already have unmapped the old range (Linux
             // unmaps before calling gntdev's mmap, which is where the grants get mapped):
             // put the reservation back, then drop the entry from gntdev's table.
-            rereserve(spec.at, len);
+            if (at != nullptr) {
+                rereserve(at, len);
+            }
             ioctl_gntdev_unmap_grant_ref undo{};
-            undo.index = head.index;
+            undo.index = offset.value();
             undo.count = static_cast<uint32_t>(n);
             if (::ioctl(fd, IOCTL_GNTDEV_UNMAP_GRANT_REF, &undo) != 0) {
                 fatal("gntdev: undoing IOCTL_GNTDEV_MAP_GRANT_REF", errno);
             }
             return err;
         }
-        return GrantMapping(this, spec.at, n, true);
+        return Mapped{static_cast<std::byte*>(p), offset.value()};
     }
 
     void unmap_fixed(std::byte* addr, std::size_t pages) noexcept {
-        const int fd = xengnttab_fd(h_.get());
+        const int fd = device_fd();
         // gntdev tells us the index of the mapping at addr, so map_fixed keeps no state
         // (and unmap needs no allocation or lock).
         ioctl_gntdev_get_offset_for_vaddr where{};

@@ -1,9 +1,10 @@
 // GrantSharer over libxengntshr and the gntalloc ioctls (Linux).
 //
-// Sharing anywhere: xengntshr_share_pages(). Sharing at a fixed address (ShareSpec::at):
-// what libxengntshr does (IOCTL_GNTALLOC_ALLOC_GREF, mmap() at the returned index, then
-// IOCTL_GNTALLOC_DEALLOC_GREF so that the unmap frees the grants), but with the mmap()
-// placed MAP_FIXED inside the caller's PROT_NONE reservation; release puts PROT_NONE back.
+// Sharing: what libxengntshr does (IOCTL_GNTALLOC_ALLOC_GREF, by the authority:
+// authority.hpp; mmap() at the returned index, then IOCTL_GNTALLOC_DEALLOC_GREF so that
+// the unmap frees the grants), anywhere or, at a fixed address (ShareSpec::at), with the
+// mmap() placed MAP_FIXED inside the caller's PROT_NONE reservation; release puts
+// PROT_NONE back there.
 //
 // end_access() and EBUSY. gntalloc cannot tell whether the peer still maps a page, and
 // ending access is done by the kernel when the pages are unmapped (deferred while the
@@ -40,6 +41,7 @@
 #include <xenhsa/xen/real/testing.hpp>
 #include <xenhsa/xen/reservation.hpp>
 
+#include "authority_user.hpp"
 #include "detail.hpp"
 #include "own_grant_table.hpp"
 
@@ -59,12 +61,18 @@ struct GntshrClose {
 };
 using GntshrHandle = std::unique_ptr<xengntshr_handle, GntshrClose>;
 
-constexpr std::size_t kGrefsOffset = offsetof(ioctl_gntalloc_alloc_gref, gref_ids);
-
-class RealGrantSharer final : public GrantSharer {
+class RealGrantSharer final : public GrantSharer, public detail::AuthorityUser {
 public:
-    RealGrantSharer(GntshrHandle h, std::unique_ptr<OwnGrantTable> table) noexcept
-        : h_(std::move(h)), table_(std::move(table)) {}
+    RealGrantSharer(GntshrHandle h, std::unique_ptr<OwnGrantTable> table)
+        : h_(std::move(h)), table_(std::move(table)) {
+        if (h_) {
+            authority_ = direct_authority({.gntalloc = device_fd()});
+        }
+    }
+
+    [[nodiscard]] int device_fd() const noexcept override {
+        return h_ ? xengntshr_fd(h_.get()) : -1;
+    }
 
     Result<SharedPages> share(const ShareSpec& spec) override {
         const std::size_t pages = spec.pages;
@@ -90,16 +98,7 @@ public:
         } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
-        if (spec.at != nullptr) {
-            return share_fixed(spec, std::move(refs));
-        }
-        // gntalloc hands out zeroed pages.
-        void* p = xengntshr_share_pages(h_.get(), spec.peer, static_cast<int>(pages), refs.data(),
-                                        spec.writable ? 1 : 0);
-        if (p == nullptr) {
-            return detail::last_error();
-        }
-        return SharedPages(this, static_cast<std::byte*>(p), std::move(refs));
+        return share_at(spec, std::move(refs));
     }
 
 protected:
@@ -139,46 +138,36 @@ protected:
     }
 
 private:
-    Result<SharedPages> share_fixed(const ShareSpec& spec, std::vector<GrantRef> refs) {
-        const int fd = xengntshr_fd(h_.get());
+    Result<SharedPages> share_at(const ShareSpec& spec, std::vector<GrantRef> refs) {
+        const int fd = device_fd();
         const std::size_t n = refs.size();
         const std::size_t len = n * kPageSize;
-
-        // struct ioctl_gntalloc_alloc_gref ends in a variable-size gref_ids[] array; built
-        // and read back with memcpy, as in grant_mapper.cpp.
-        std::vector<std::byte> buf;
         try {
-            buf.resize(
-                std::max(kGrefsOffset + n * sizeof(uint32_t), sizeof(ioctl_gntalloc_alloc_gref)));
-            fixed_.insert(spec.at);  // before mapping: nothing can throw afterwards
+            if (spec.at != nullptr) {
+                fixed_.insert(spec.at);  // before mapping: nothing can throw afterwards
+            }
         } catch (const std::bad_alloc&) {
             return errno_code(ENOMEM);
         }
-        ioctl_gntalloc_alloc_gref head{};
-        head.domid = spec.peer;
-        head.flags = spec.writable ? GNTALLOC_FLAG_WRITABLE : 0;
-        head.count = static_cast<uint32_t>(n);
-        std::memcpy(buf.data(), &head, kGrefsOffset);
-        if (::ioctl(fd, IOCTL_GNTALLOC_ALLOC_GREF, buf.data()) != 0) {
-            const std::error_code err = detail::last_error();
+        // gntalloc hands out zeroed pages.
+        auto index = authority_->grant_pages(spec.peer, spec.writable, refs);
+        if (!index) {
             fixed_.erase(spec.at);
-            return err;  // nothing happened to the reservation
+            return index.error();  // nothing happened to the reservation
         }
-        std::memcpy(&head, buf.data(), kGrefsOffset);
-        std::memcpy(refs.data(), buf.data() + kGrefsOffset, n * sizeof(uint32_t));
-
         // MAP_FIXED is correct ONLY because spec.at lies in a PROT_NONE reservation the
         // caller owns (ShareSpec's contract): it replaces part of it and nothing else.
-        void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-                         static_cast<off_t>(head.index));
+        void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | (spec.at != nullptr ? MAP_FIXED : 0), fd,
+                         static_cast<off_t>(index.value()));
         const std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
-        if (p == MAP_FAILED) {
+        if (p == MAP_FAILED && spec.at != nullptr) {
             rereserve(spec.at, len);  // a failed MAP_FIXED may already have unmapped the range
         }
         // As libxengntshr: hand the grants to the kernel now, so that unmapping frees them
         // (or, unmapped already, frees them here).
         ioctl_gntalloc_dealloc_gref dealloc{};
-        dealloc.index = head.index;
+        dealloc.index = index.value();
         dealloc.count = static_cast<uint32_t>(n);
         if (::ioctl(fd, IOCTL_GNTALLOC_DEALLOC_GREF, &dealloc) != 0) {
             fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
@@ -187,7 +176,7 @@ private:
             fixed_.erase(spec.at);
             return map_err;
         }
-        return SharedPages(this, spec.at, std::move(refs));
+        return SharedPages(this, static_cast<std::byte*>(p), std::move(refs));
     }
 
     GntshrHandle h_;

@@ -4,7 +4,11 @@
 #include <xenhsa/xen/sim/client.hpp>
 #endif
 #if XENHSA_SERVICE_HAVE_REAL
+#include <xenhsa/backend/service/pool_shares.hpp>
+#include <xenhsa/xen/real/authority.hpp>
 #include <xenhsa/xen/real/platform.hpp>
+
+#include "grant_broker.hpp"
 #endif
 
 namespace xenhsa::backend::service {
@@ -35,7 +39,20 @@ xen::Result<xen::Platform> open_real(PlatformRole role, xen::DomId guest) {
         // kernel keeps such pages out of use until it unmaps them.
         options.read_own_grant_table = false;
         options.restrict_to = guest;
-        return xen::real::open_real_platform(options);
+        auto platform = xen::real::open_real_platform(options);
+        if (!platform) {
+            return platform.error();
+        }
+        // What names a domain or spends a shared pool goes through the broker, forked
+        // while this process holds nothing of its guest's yet (grant_broker.hpp).
+        const auto fds = xen::real::device_fds(platform.value());
+        auto broker = start_grant_broker(fds, xen::real::direct_authority(fds),
+                                         BrokerLimits{guest, kEventChannelsPerGuest});
+        if (!broker) {
+            return broker.error();
+        }
+        xen::real::use_authority(platform.value(), broker.value().authority);
+        return platform;
     }
     xen::Platform platform;
     auto store = xen::real::open_store(options);

@@ -12,6 +12,18 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <xenhsa/xen/public_headers.hpp>
+
+#if __has_include(<xen/sys/gntdev.h>)
+extern "C" {
+#include <xen/sys/evtchn.h>
+#include <xen/sys/gntalloc.h>
+#include <xen/sys/gntdev.h>
+}
+#define XENHSA_FILTER_KNOWS_XEN 1
+#else
+#define XENHSA_FILTER_KNOWS_XEN 0
+#endif
 
 namespace xenhsa::backend::service {
 
@@ -136,11 +148,71 @@ std::string failed(const char* what, int rc) {
 }
 
 // The ioctl request types of the devices a worker holds (the type byte, bits 8-15 of the
-// request): KFD ('K'), the render node's DRM and amdgpu ('d'), gntdev and gntalloc ('G'),
-// evtchn ('E'). Nothing else: no terminal's (TIOCSTI, TIOCSCTTY), no socket's (SIOC*).
-constexpr unsigned kIoctlTypes[] = {'K', 'd', 'G', 'E'};
-// And of the generic ones, what the event loop and the logger ask.
-constexpr unsigned long kIoctlRequests[] = {FIONBIO, FIONREAD, FIOCLEX, FIONCLEX, TCGETS};
+// request): KFD ('K'), the render node's DRM and amdgpu ('d'). Nothing else: no
+// terminal's (TIOCSTI, TIOCSCTTY), no socket's (SIOC*).
+constexpr unsigned kIoctlTypes[] = {'K', 'd'};
+// Of gntdev, gntalloc and evtchn, what acts on the worker's own entries and ports only:
+// the rest (mapping grants, granting pages, binding ports, unmap notifications, grant
+// copy, dma-bufs) names a domain or a port, and the worker's grant broker does it
+// (grant_broker.hpp). And of the generic ones, what the event loop and the logger ask.
+constexpr unsigned long kIoctlRequests[] = {
+#if XENHSA_FILTER_KNOWS_XEN
+    IOCTL_GNTDEV_UNMAP_GRANT_REF,
+    IOCTL_GNTDEV_GET_OFFSET_FOR_VADDR,
+    IOCTL_GNTALLOC_DEALLOC_GREF,
+    IOCTL_EVTCHN_NOTIFY,
+#endif
+    FIONBIO,
+    FIONREAD,
+    FIOCLEX,
+    FIONCLEX,
+    TCGETS};
+#if XENHSA_FILTER_KNOWS_XEN
+// The grant broker's: those the worker may not make.
+constexpr unsigned long kBrokerIoctls[] = {IOCTL_GNTDEV_MAP_GRANT_REF,
+                                           IOCTL_GNTDEV_SET_UNMAP_NOTIFY, IOCTL_GNTALLOC_ALLOC_GREF,
+                                           IOCTL_EVTCHN_BIND_INTERDOMAIN, IOCTL_EVTCHN_UNBIND};
+// And the rest of what it does: read a request, write a reply, allocate, log, end.
+constexpr const char* kBrokerAllowed[] = {
+    "read",
+    "write",
+    "recvfrom",
+    "recvmsg",
+    "sendto",
+    "sendmsg",
+    "close",
+    "brk",
+    "mmap",
+    "munmap",
+    "mremap",
+    "madvise",
+    "futex",
+    "getpid",
+    "gettid",
+    "exit",
+    "exit_group",
+    "rt_sigreturn",
+    "rt_sigprocmask",
+    "restart_syscall",
+    "clock_gettime",
+#ifdef XENHSA_SANITIZED
+    // The sanitizer runtime's, as a worker's (kAllowed).
+    "open",
+    "openat",
+    "readlink",
+    "readlinkat",
+    "getdents64",
+    "prctl",
+    "sched_yield",
+    "sigaltstack",
+    "prlimit64",
+    "getrlimit",
+    "fstat",
+    "newfstatat",
+    "rt_sigaction",
+#endif
+};
+#endif
 // fcntl: descriptor flags, status flags, dup, a memfd's seals. Not F_SETOWN/F_SETSIG
 // (signals to another process), leases, notifications or pipe sizes.
 constexpr unsigned long kFcntlCommands[] = {F_GETFD, F_SETFD,         F_GETFL,     F_SETFL,
@@ -287,6 +359,46 @@ std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t&
         return failed("seccomp_load", rc);
     }
     return std::nullopt;
+}
+
+std::optional<std::string> install_broker_filter() {
+#if XENHSA_FILTER_KNOWS_XEN
+    std::unique_ptr<void, FilterRelease> ctx(seccomp_init(SCMP_ACT_KILL_PROCESS));
+    if (!ctx) {
+        return std::string("seccomp_init failed");
+    }
+    for (const char* name : kBrokerAllowed) {
+        const int nr = seccomp_syscall_resolve_name(name);
+        if (nr == __NR_SCMP_ERROR) {
+            continue;
+        }
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 0); rc != 0) {
+            return failed(name, rc);
+        }
+    }
+    for (const unsigned long request : kBrokerIoctls) {
+        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
+                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request));
+            rc != 0) {
+            return failed("ioctl", rc);
+        }
+    }
+    // Signals to itself only (an abort), as a worker's.
+    const auto self = static_cast<scmp_datum_t>(::getpid());
+    for (const int nr : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
+        if (const int rc =
+                seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, self));
+            rc != 0) {
+            return failed("kill", rc);
+        }
+    }
+    if (const int rc = seccomp_load(ctx.get()); rc != 0) {
+        return failed("seccomp_load (grant broker)", rc);
+    }
+    return std::nullopt;
+#else
+    return std::string("this build knows no Xen device");
+#endif
 }
 
 }  // namespace xenhsa::backend::service

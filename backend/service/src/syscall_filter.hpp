@@ -16,6 +16,10 @@ namespace xenhsa::backend::service {
 // calls it allows; otherwise the text says why it could not be loaded.
 std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t& allowed);
 
+// The grant broker's filter (grant_broker.hpp): its five ioctls by number, reading its
+// requests, writing replies and log lines, allocating and ending; the kill for the rest.
+std::optional<std::string> install_broker_filter();
+
 }  // namespace xenhsa::backend::service
 
 #endif
