@@ -98,6 +98,12 @@ long platform_attempt(std::string_view name, const nlohmann::json& request,
         }
     } else if (name == "evtchn-bind" && platform.events) {
         if (auto r = platform.events->bind_unbound(domid("remote")); !r) failed = r.error();
+    } else if (name == "evtchn-bind-interdomain" && platform.events) {
+        // A port more than its guest's share (one, held by the ring).
+        const auto port = static_cast<xen::Port>(json_uint(request, "port").value_or(0));
+        if (auto r = platform.events->bind_interdomain(domid("remote"), port); !r) {
+            failed = r.error();
+        }
     } else {
         return -2;
     }
