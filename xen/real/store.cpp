@@ -2,7 +2,10 @@
 // freed here with free(). Paths, values and tokens with an embedded NUL are refused
 // (EINVAL): libxenstore takes C strings for paths and tokens.
 #include <climits>
+#include <cstdlib>
 #include <new>
+#include <optional>
+#include <string>
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
@@ -226,11 +229,34 @@ private:
     int fd_ = -1;
 };
 
+// libxenstore takes its socket from the environment only: set for the call, then put back
+// (a process opens its stores before it starts threads).
+XsHandle open_at(const std::string& socket) {
+    if (socket.empty()) {
+        return XsHandle(xs_open(XS_UNWATCH_FILTER));
+    }
+    const char* was = std::getenv("XENSTORED_PATH");
+    const std::optional<std::string> before =
+        was != nullptr ? std::optional<std::string>(was) : std::nullopt;
+    if (::setenv("XENSTORED_PATH", socket.c_str(), 1) != 0) {
+        return nullptr;
+    }
+    XsHandle h(xs_open(XS_UNWATCH_FILTER | XS_OPEN_SOCKETONLY));
+    const int err = errno;
+    if (before) {
+        (void)::setenv("XENSTORED_PATH", before->c_str(), 1);
+    } else {
+        (void)::unsetenv("XENSTORED_PATH");
+    }
+    errno = err;
+    return h;
+}
+
 }  // namespace
 
-Result<std::unique_ptr<Store>> open_store(const RealOptions& /*options*/) {
+Result<std::unique_ptr<Store>> open_store(const RealOptions& options) {
     errno = 0;
-    XsHandle h(xs_open(XS_UNWATCH_FILTER));
+    XsHandle h(open_at(options.store_socket));
     if (!h) {
         return last_error();
     }

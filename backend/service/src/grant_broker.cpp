@@ -1,11 +1,9 @@
 #include "grant_broker.hpp"
 
-#include <linux/capability.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,9 +14,8 @@
 #include <new>
 #include <vector>
 
-#if XENHSA_HAVE_SECCOMP
+#include "helper_process.hpp"
 #include "syscall_filter.hpp"
-#endif
 
 namespace xenhsa::backend::service {
 
@@ -151,64 +148,10 @@ private:
     std::mutex mutex_;
 };
 
-// One write (stdio would stat the fd first, which the filter refuses).
-void say(const char* text) noexcept {
-    char line[256] = "xenhsa grant broker: ";
-    std::strncat(line, text, sizeof line - std::strlen(line) - 2);
-    std::strcat(line, "\n");  // NOLINT(clang-analyzer-security.insecureAPI.strcpy): fits
-    (void)!::write(STDERR_FILENO, line, std::strlen(line));
-}
+void broker_says(const char* text) noexcept { helper_says("grant broker", text); }
 
-// Every fd but `keep` closes (and 0 and 1: /dev/null).
-void close_all_but(std::vector<int> keep) noexcept {
-    keep.push_back(STDERR_FILENO);
-    std::sort(keep.begin(), keep.end());
-    unsigned first = STDERR_FILENO + 1;
-    for (const int fd : keep) {
-        if (fd < 0 || static_cast<unsigned>(fd) < first) {
-            continue;
-        }
-        if (static_cast<unsigned>(fd) > first) {
-            (void)::syscall(SYS_close_range, first, static_cast<unsigned>(fd) - 1, 0U);
-        }
-        first = static_cast<unsigned>(fd) + 1;
-    }
-    (void)::syscall(SYS_close_range, first, ~0U, 0U);
-}
-
-// Root stays root here, without a capability: every one leaves the bounding, effective,
-// permitted and inheritable sets.
-bool drop_capabilities() noexcept {
-    if (::geteuid() == 0) {
-        for (int cap = 0; cap <= CAP_LAST_CAP + 8; ++cap) {
-            if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno != EINVAL) {
-                return false;
-            }
-        }
-    }
-    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
-    return ::syscall(SYS_capset, &header, data) == 0 &&
-           ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) == 0;
-}
-
-bool confine_broker() noexcept {
-    if (!drop_capabilities() || ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 ||
-        ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
-        say(std::strerror(errno));
-        return false;
-    }
-#if XENHSA_HAVE_SECCOMP
-    if (auto failed = install_broker_filter()) {
-        say(failed->c_str());
-        return false;
-    }
-#endif
-    return true;
-}
-
-[[noreturn]] void serve(int socket, xen::GrantRef* buffer, xen::real::Authority& authority,
-                        const BrokerLimits& limits) noexcept {
+[[noreturn]] void serve_broker(int socket, xen::GrantRef* buffer, xen::real::Authority& authority,
+                               const BrokerLimits& limits) noexcept {
     BrokerRules rules(authority, limits);
     const std::span<xen::GrantRef> refs(buffer, kBrokerMaxRefs);
     for (;;) {
@@ -299,7 +242,7 @@ BrokerReply BrokerRules::bind(const BrokerRequest& request) {
                             "domain %u holds its share of event channel ports (%u), a "
                             "bind is refused",
                             static_cast<unsigned>(limits_.guest), limits_.max_ports);
-        say(text);
+        broker_says(text);
         return refused(ENOSPC);
     }
     auto port = authority_.bind_interdomain(limits_.guest, request.port);
@@ -371,11 +314,11 @@ xen::Result<BrokerProcess> start_grant_broker(const xen::real::DeviceFds& fds,
         if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0 || ::getppid() != parent) {
             ::_exit(1);
         }
-        close_all_but({sv[1], fds.gntdev, fds.gntalloc, fds.evtchn});
-        if (confine && !confine_broker()) {
+        keep_only_fds({sv[1], fds.gntdev, fds.gntalloc, fds.evtchn});
+        if (confine && !confine_helper(HelperKind::grant_broker)) {
             ::_exit(1);
         }
-        serve(sv[1], buffer, *authority, limits);
+        serve_broker(sv[1], buffer, *authority, limits);
     }
     ::close(sv[1]);
     return BrokerProcess{std::move(client), pid};

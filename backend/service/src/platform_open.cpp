@@ -9,6 +9,7 @@
 #include <xenhsa/xen/real/platform.hpp>
 
 #include "grant_broker.hpp"
+#include "store_proxy.hpp"
 #endif
 
 namespace xenhsa::backend::service {
@@ -39,7 +40,15 @@ xen::Result<xen::Platform> open_real(PlatformRole role, xen::DomId guest) {
         // kernel keeps such pages out of use until it unmaps them.
         options.read_own_grant_table = false;
         options.restrict_to = guest;
+        // Its xenstore through a proxy that lets only its guest's directories through
+        // (store_proxy.hpp), sealed once the worker's connections are made.
+        auto proxy = StoreProxy::start(guest);
+        if (!proxy) {
+            return proxy.error();
+        }
+        options.store_socket = proxy.value().path();
         auto platform = xen::real::open_real_platform(options);
+        proxy.value().seal();
         if (!platform) {
             return platform.error();
         }

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <xenhsa/xen/public_headers.hpp>
 
 #if __has_include(<xen/sys/gntdev.h>)
@@ -168,12 +169,15 @@ constexpr unsigned long kIoctlRequests[] = {
     FIONCLEX,
     TCGETS};
 #if XENHSA_FILTER_KNOWS_XEN
-// The grant broker's: those the worker may not make.
+// The grant broker's: those the worker may not make (the store proxy makes none).
 constexpr unsigned long kBrokerIoctls[] = {IOCTL_GNTDEV_MAP_GRANT_REF,
                                            IOCTL_GNTDEV_SET_UNMAP_NOTIFY, IOCTL_GNTALLOC_ALLOC_GREF,
                                            IOCTL_EVTCHN_BIND_INTERDOMAIN, IOCTL_EVTCHN_UNBIND};
-// And the rest of what it does: read a request, write a reply, allocate, log, end.
-constexpr const char* kBrokerAllowed[] = {
+// And the rest of what a helper does: read a request, write a reply, wait, allocate, log,
+// end.
+constexpr const char* kHelperAllowed[] = {
+    "poll",
+    "ppoll",
     "read",
     "write",
     "recvfrom",
@@ -220,6 +224,32 @@ constexpr unsigned long kFcntlCommands[] = {F_GETFD, F_SETFD,         F_GETFL,  
 
 constexpr scmp_datum_t kLow32 = 0xffffffffU;
 
+// Allows `nr` with its second argument's low 32 bits one of `values`.
+std::optional<std::string> allow_second_argument(void* ctx, int nr,
+                                                 std::span<const unsigned long> values,
+                                                 const char* what) {
+    for (const unsigned long value : values) {
+        if (const int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, value));
+            rc != 0) {
+            return failed(what, rc);
+        }
+    }
+    return std::nullopt;
+}
+
+// Signals to itself only (abort, a sanitizer's report): never to another process.
+std::optional<std::string> allow_signals_to_self(void* ctx) {
+    const auto self = static_cast<scmp_datum_t>(::getpid());
+    for (const int nr : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
+        if (const int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, self));
+            rc != 0) {
+            return failed("kill", rc);
+        }
+    }
+    return std::nullopt;
+}
+
 // The argument filter, loaded before the allowlist (which does not allow seccomp): every
 // system call passes it but those whose arguments it checks, which pass only with the
 // arguments listed and otherwise fail with EPERM (of several filters the kernel takes the
@@ -256,29 +286,16 @@ std::optional<std::string> install_argument_filter(SeccompMode mode) {
             return failed("ioctl", rc);
         }
     }
-    for (const unsigned long request : kIoctlRequests) {
-        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request));
-            rc != 0) {
-            return failed("ioctl", rc);
-        }
+    if (auto refused = allow_second_argument(ctx.get(), SCMP_SYS(ioctl), kIoctlRequests, "ioctl")) {
+        return refused;
     }
-    for (const unsigned long command : kFcntlCommands) {
-        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
-                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, command));
-            rc != 0) {
-            return failed("fcntl", rc);
-        }
+    if (auto refused = allow_second_argument(ctx.get(), SCMP_SYS(fcntl), kFcntlCommands, "fcntl")) {
+        return refused;
     }
-    // Signals to itself only (abort, a sanitizer's report): never to another worker or the
-    // supervisor. (kill is not in a release build's allowlist at all.)
-    const auto self = static_cast<scmp_datum_t>(::getpid());
-    for (const int nr : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
-        if (const int rc =
-                seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, self));
-            rc != 0) {
-            return failed("kill", rc);
-        }
+    // Never to another worker or the supervisor. (kill is not in a release build's
+    // allowlist at all.)
+    if (auto refused = allow_signals_to_self(ctx.get())) {
+        return refused;
     }
     if (const int rc = seccomp_attr_set(ctx.get(), SCMP_FLTATR_CTL_TSYNC, 1); rc != 0) {
         return failed("SCMP_FLTATR_CTL_TSYNC", rc);
@@ -361,13 +378,13 @@ std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t&
     return std::nullopt;
 }
 
-std::optional<std::string> install_broker_filter() {
+std::optional<std::string> install_helper_filter(HelperKind kind) {
 #if XENHSA_FILTER_KNOWS_XEN
     std::unique_ptr<void, FilterRelease> ctx(seccomp_init(SCMP_ACT_KILL_PROCESS));
     if (!ctx) {
         return std::string("seccomp_init failed");
     }
-    for (const char* name : kBrokerAllowed) {
+    for (const char* name : kHelperAllowed) {
         const int nr = seccomp_syscall_resolve_name(name);
         if (nr == __NR_SCMP_ERROR) {
             continue;
@@ -376,27 +393,21 @@ std::optional<std::string> install_broker_filter() {
             return failed(name, rc);
         }
     }
-    for (const unsigned long request : kBrokerIoctls) {
-        if (const int rc = seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, SCMP_SYS(ioctl), 1,
-                                            SCMP_A1(SCMP_CMP_MASKED_EQ, kLow32, request));
-            rc != 0) {
-            return failed("ioctl", rc);
+    if (kind == HelperKind::grant_broker) {
+        if (auto refused =
+                allow_second_argument(ctx.get(), SCMP_SYS(ioctl), kBrokerIoctls, "ioctl")) {
+            return refused;
         }
     }
-    // Signals to itself only (an abort), as a worker's.
-    const auto self = static_cast<scmp_datum_t>(::getpid());
-    for (const int nr : {SCMP_SYS(tgkill), SCMP_SYS(kill)}) {
-        if (const int rc =
-                seccomp_rule_add(ctx.get(), SCMP_ACT_ALLOW, nr, 1, SCMP_A0(SCMP_CMP_EQ, self));
-            rc != 0) {
-            return failed("kill", rc);
-        }
+    if (auto refused = allow_signals_to_self(ctx.get())) {
+        return refused;
     }
     if (const int rc = seccomp_load(ctx.get()); rc != 0) {
-        return failed("seccomp_load (grant broker)", rc);
+        return failed("seccomp_load (helper)", rc);
     }
     return std::nullopt;
 #else
+    (void)kind;
     return std::string("this build knows no Xen device");
 #endif
 }

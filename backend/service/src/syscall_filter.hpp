@@ -6,6 +6,7 @@
 #define XENHSA_BACKEND_SERVICE_SRC_SYSCALL_FILTER_HPP
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <xenhsa/backend/service/confinement.hpp>
@@ -16,9 +17,12 @@ namespace xenhsa::backend::service {
 // calls it allows; otherwise the text says why it could not be loaded.
 std::optional<std::string> install_syscall_filter(SeccompMode mode, std::size_t& allowed);
 
-// The grant broker's filter (grant_broker.hpp): its five ioctls by number, reading its
-// requests, writing replies and log lines, allocating and ending; the kill for the rest.
-std::optional<std::string> install_broker_filter();
+// A real-Xen worker's helpers' filter: reading requests, writing replies and log lines,
+// waiting, allocating, signals to itself and ending, and for the grant broker
+// (grant_broker.hpp) its five ioctls by number; the kill for the rest. The store proxy
+// (store_proxy.hpp) makes no ioctl.
+enum class HelperKind : uint8_t { grant_broker, store_proxy };
+std::optional<std::string> install_helper_filter(HelperKind kind);
 
 }  // namespace xenhsa::backend::service
 

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <xenhsa/xen/platform.hpp>
 
 namespace xenhsa::xen::real {
@@ -36,6 +37,10 @@ struct RealOptions {
     // only). libxengnttab has no such call, and xenstore is not restricted (the backend
     // writes its own directory); a process that wants fewer rights opens fewer components.
     std::optional<DomId> restrict_to;
+    // Connect the stores to this socket (libxenstore's XENSTORED_PATH) and nowhere else
+    // (no fallback to /dev/xen/xenbus): a xenstored, or a proxy in front of it. Empty:
+    // libxenstore's choice.
+    std::string store_socket;
 };
 
 // Opens every component. self() is read from xenstore ("domid") here.
