@@ -12,6 +12,11 @@
 //                      the simulator's notifications are datagrams, whose wake-ups the
 //                      scheduler may hand over on the waker's CPU (on real Xen the event
 //                      channel device wakes its reader as an eventfd does).
+//   grant_broker_map<N> what a real-Xen worker's MAP of N pages (1, 1024) adds for its grant
+//                      broker (broker_path.hpp), the broker on the other CPU or the same:
+//                      held to the AF_UNIX datagram round trip,
+//                      `grant_broker_map1_vs_unix_datagram_<placement>=` (one message each
+//                      way, as the broker's).
 // Each path has its own xenhsa-sim and xenhsa-backend. All figures take turns for
 // --rounds rounds and each one's median round is printed: `baseline=<name> us_p50=..
 // us_p99=.. us_mean=..` and `path=<name> ...`, then the ratios (lower is better).
@@ -22,6 +27,9 @@
 #include <map>
 #include <vector>
 
+#if XENHSA_BENCH_BROKER
+#include "broker_path.hpp"
+#endif
 #include "embedded_services.hpp"
 #include "null_request_path.hpp"
 #include "physical_baselines.hpp"
@@ -77,6 +85,9 @@ int main(int argc, char** argv) {
         NullRequestPath event_driven(bin_dir, NullRequestPath::Mode::event_driven);
         const uint32_t warmup = std::max(100u, iterations / 20);
         const auto where = placements();
+#if XENHSA_BENCH_BROKER
+        BrokerPath broker;
+#endif
         Figures f;
         for (uint32_t round = 0; round < rounds; ++round) {
             for (const Placement& p : where) {
@@ -87,6 +98,11 @@ int main(int argc, char** argv) {
                       unix_datagram_round_trip(iterations, warmup, p.peer_cpu));
                 event_driven.pin_worker(p.peer_cpu);
                 f.add("null_event_driven" + at, event_driven.measure(iterations, warmup));
+#if XENHSA_BENCH_BROKER
+                broker.pin_broker(p.peer_cpu);
+                f.add("grant_broker_map1" + at, broker.measure_map(1, iterations, warmup));
+                f.add("grant_broker_map1024" + at, broker.measure_map(1024, iterations, warmup));
+#endif
                 if (p.own_cpu == p.peer_cpu) {
                     continue;  // two polling ends on one CPU only take turns
                 }
@@ -102,7 +118,9 @@ int main(int argc, char** argv) {
             }
         }
         for (const char* name :
-             {"null_polling", "null_event_driven_same_cpu", "null_event_driven_cross_cpu"}) {
+             {"null_polling", "null_event_driven_same_cpu", "null_event_driven_cross_cpu",
+              "grant_broker_map1_same_cpu", "grant_broker_map1_cross_cpu",
+              "grant_broker_map1024_same_cpu", "grant_broker_map1024_cross_cpu"}) {
             if (f.has(name)) {
                 print("path=", f.get(name));
             }
@@ -115,6 +133,8 @@ int main(int argc, char** argv) {
                         "null_event_driven_vs_eventfd" + at);
             print_ratio(f, "null_event_driven" + at, "unix_datagram" + at,
                         "null_event_driven_vs_unix_datagram" + at);
+            print_ratio(f, "grant_broker_map1" + at, "unix_datagram" + at,
+                        "grant_broker_map1_vs_unix_datagram" + at);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "xenhsa-bench-ring: %s\n", e.what());

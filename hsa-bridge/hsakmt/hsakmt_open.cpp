@@ -9,6 +9,7 @@
 #include "hsakmt_device.hpp"
 #include "kfd_gpu_ids.hpp"
 #include "kmt_call.hpp"
+#include "private_counters.hpp"
 
 namespace xenhsa::hsa {
 
@@ -60,6 +61,10 @@ Result<std::unique_ptr<KfdDevice>> HsakmtDevice::open(std::string* message) {
         return errc(std::errc::not_enough_memory);
     }
     // From here on the destructor closes the KFD and clears g_open.
+
+    if (const std::string failed = keep_thunk_counters_private(); !failed.empty()) {
+        return fail(message, errc(std::errc::io_error), failed);
+    }
 
     // xenhsa pins everything; it never relies on GPU page-fault retry.
     if (hsaKmtSetXNACKMode(0) != HSAKMT_STATUS_SUCCESS) {

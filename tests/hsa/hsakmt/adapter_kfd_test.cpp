@@ -12,7 +12,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -205,6 +207,22 @@ TEST_F(AdapterOnKfd, AGrantMappingPinsInAPvhDom0AndNotInAPvOne) {
     EXPECT_TRUE(device().deregister_user(own));
     ::munmap(reinterpret_cast<void*>(granted), 4 * kPage);
     ::munmap(reinterpret_cast<void*>(own), 4 * kPage);
+}
+
+// The thunk's host-wide profiling table and its semaphore in /dev/shm, which it created
+// or joined at open, are private copies once the device is open: no mapping of either and
+// no fd (private_counters.hpp), so a worker shares nothing with another through them.
+TEST_F(AdapterOnKfd, TheThunksHostWideCountersAreNotSharedOnceOpen) {
+    ASSERT_TRUE(std::filesystem::exists("/dev/shm/hsakmt_shared_mem")) << "the thunk made it";
+    std::ifstream maps("/proc/self/maps");
+    const std::string all((std::istreambuf_iterator<char>(maps)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(all.find("hsakmt_shared_mem"), std::string::npos) << all;
+    EXPECT_EQ(all.find("hsakmt_semaphore"), std::string::npos) << all;
+    for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+        std::error_code ec;
+        const std::string target = std::filesystem::read_symlink(fd.path(), ec).string();
+        EXPECT_FALSE(target.starts_with("/dev/shm/")) << fd.path() << " -> " << target;
+    }
 }
 
 TEST_F(AdapterOnKfd, AQueueOnACpuNodeIsRefused) {
