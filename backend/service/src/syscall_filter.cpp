@@ -200,7 +200,9 @@ constexpr const char* kHelperAllowed[] = {
     "restart_syscall",
     "clock_gettime",
 #ifdef XENHSA_SANITIZED
-    // The sanitizer runtime's, as a worker's (kAllowed).
+    // The sanitizer runtime's, as a worker's (kAllowed), and pipe2: it probes whether
+    // memory is readable by writing it to a pipe (IsAccessibleMemoryRange).
+    "pipe2",
     "open",
     "openat",
     "readlink",
@@ -214,6 +216,11 @@ constexpr const char* kHelperAllowed[] = {
     "fstat",
     "newfstatat",
     "rt_sigaction",
+    "sched_getaffinity",
+    "getppid",
+    "statfs",
+    "fstatfs",
+    "setrlimit",
 #endif
 };
 #endif
