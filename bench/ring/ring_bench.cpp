@@ -15,8 +15,8 @@
 //   grant_broker_map<N> what a real-Xen worker's MAP of N pages (1, 1024) adds for its grant
 //                      broker (broker_path.hpp), the broker on the other CPU or the same:
 //                      held to the AF_UNIX datagram round trip,
-//                      `grant_broker_map1_vs_unix_datagram_<placement>=` (one message each
-//                      way, as the broker's).
+//                      `grant_broker_map<N>_vs_unix_datagram_<placement>=` (one message
+//                      each way, as the broker's).
 // Each path has its own xenhsa-sim and xenhsa-backend. All figures take turns for
 // --rounds rounds and each one's median round is printed: `baseline=<name> us_p50=..
 // us_p99=.. us_mean=..` and `path=<name> ...`, then the ratios (lower is better).
@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <string>
 #include <vector>
 
 #if XENHSA_BENCH_BROKER
@@ -133,8 +134,10 @@ int main(int argc, char** argv) {
                         "null_event_driven_vs_eventfd" + at);
             print_ratio(f, "null_event_driven" + at, "unix_datagram" + at,
                         "null_event_driven_vs_unix_datagram" + at);
-            print_ratio(f, "grant_broker_map1" + at, "unix_datagram" + at,
-                        "grant_broker_map1_vs_unix_datagram" + at);
+            for (const char* map : {"grant_broker_map1", "grant_broker_map1024"}) {
+                print_ratio(f, map + at, "unix_datagram" + at,
+                            std::string(map) + "_vs_unix_datagram" + at);
+            }
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "xenhsa-bench-ring: %s\n", e.what());

@@ -36,15 +36,20 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyQueue(HSA_QUEUEID QueueId) {
 HSAKMT_STATUS HSAKMTAPI hsaKmtUpdateQueue(HSA_QUEUEID QueueId, HSAuint32 QueuePercentage,
                                           HSA_QUEUE_PRIORITY Priority, void* QueueAddress,
                                           HSAuint64 QueueSize, HsaEvent* Event) {
-    (void)QueueId;
-    (void)QueuePercentage;
     (void)Priority;
     (void)QueueAddress;
     (void)QueueSize;
     (void)Event;
-    return call("hsaKmtUpdateQueue", [&](Session&) {
+    return call("hsaKmtUpdateQueue", [&](Session& s) {
+        if (QueuePercentage == 0) {
+            if (auto suspended = s.queues().suspend(QueueId);
+                suspended || suspended.error() != std::errc::not_supported) {
+                return to_status(suspended);
+            }
+        }
         return refuse("hsaKmtUpdateQueue",
-                      "the protocol has no command to suspend a queue or change its priority");
+                      "the protocol has no command to suspend a running queue or change its "
+                      "priority");
     });
 }
 

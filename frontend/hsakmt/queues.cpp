@@ -138,4 +138,31 @@ Result<void> Queues::destroy(HSA_QUEUEID id) {
     return destroyed;
 }
 
+Result<void> Queues::suspend(HSA_QUEUEID id) const {
+    const auto it = queues_.find(id);
+    if (it == queues_.end()) {
+        return errc(std::errc::invalid_argument);
+    }
+    const Queue& q = it->second;
+    if (q.pointers_page == 0) {
+        // ROCr's own memory, laid out as an amd_queue_t (proto/queue.h).
+        const auto offset = __atomic_load_n(
+            reinterpret_cast<const uint32_t*>(q.rptr + XENHSA_AMD_QUEUE_OFFSET_FIELD_AFTER_RPTR),
+            __ATOMIC_RELAXED);
+        const uint64_t signal =
+            offset <= q.rptr
+                ? __atomic_load_n(reinterpret_cast<const uint64_t*>(
+                                      q.rptr - offset + XENHSA_AMD_QUEUE_INACTIVE_SIGNAL_OFFSET),
+                                  __ATOMIC_RELAXED)
+                : 0;
+        if (signal != 0 && __atomic_load_n(reinterpret_cast<const int64_t*>(
+                                               signal + XENHSA_AMD_SIGNAL_VALUE_OFFSET),
+                                           __ATOMIC_ACQUIRE) != 0) {
+            log().debug("queue {:#x}: suspended (the device stopped it on an error)", id);
+            return boost::outcome_v2::success();
+        }
+    }
+    return errc(std::errc::not_supported);
+}
+
 }  // namespace xenhsa::frontend::hsakmt

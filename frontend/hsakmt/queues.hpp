@@ -40,6 +40,11 @@ public:
     // Fills QueueId, the doorbell and, for SDMA, the read/write pointers.
     Result<void> create(const QueueSpec& spec, HsaQueueResource& resource);
     Result<void> destroy(HSA_QUEUEID id);
+    // hsaKmtUpdateQueue with a percentage of 0: ROCr suspends a queue after the device
+    // stopped it on an error (the code in the queue's inactive signal), and that queue is
+    // suspended already. Suspending a running queue, or changing a priority, has no
+    // command in the protocol: ENOTSUP.
+    Result<void> suspend(HSA_QUEUEID id) const;
     [[nodiscard]] std::size_t live() const noexcept { return queues_.size(); }
 
 private:

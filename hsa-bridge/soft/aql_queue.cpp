@@ -57,12 +57,18 @@ struct Pm4IbPacket {
 static_assert(sizeof(Pm4IbPacket) == kPacketSize && offsetof(Pm4IbPacket, vendor_format) == 2 &&
               offsetof(Pm4IbPacket, completion_signal) == 56);
 
-// Workgroup counts of a dispatch packet, or nullopt when the packet is malformed.
-std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t& packet) {
+// Workgroup counts of a dispatch packet, or the error of a malformed one.
+struct DecodedShape {
+    std::optional<DispatchShape> shape;
+    QueueError error = QueueError::none;
+};
+
+DecodedShape decode_shape(const hsa_kernel_dispatch_packet_t& packet) {
     const uint32_t dims = header_field(packet.setup, HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
                                        HSA_KERNEL_DISPATCH_PACKET_SETUP_WIDTH_DIMENSIONS);
+    const DecodedShape bad_dimensions{std::nullopt, QueueError::invalid_dimensions};
     if (dims < 1 || dims > 3) {
-        return std::nullopt;
+        return bad_dimensions;
     }
     DispatchShape shape;
     shape.grid = {packet.grid_size_x, packet.grid_size_y, packet.grid_size_z};
@@ -74,20 +80,23 @@ std::optional<DispatchShape> decode_shape(const hsa_kernel_dispatch_packet_t& pa
         const uint32_t grid = shape.grid[d];
         const uint32_t group = shape.workgroup[d];
         if (grid == 0 || group == 0 || (d >= dims && (grid != 1 || group != 1))) {
-            return std::nullopt;
+            return bad_dimensions;
         }
         items *= grid;  // below 2^32 after each step: no overflow
         if (items > kMaxGridSize) {
-            return std::nullopt;
+            return bad_dimensions;
         }
         group_items *= group;
         shape.groups[d] = (uint64_t{grid} + group - 1) / group;
         shape.total_groups *= shape.groups[d];
     }
-    if (group_items > kMaxWorkgroupSize || packet.group_segment_size > kGroupSegmentMax) {
-        return std::nullopt;
+    if (group_items > kMaxWorkgroupSize) {
+        return {std::nullopt, QueueError::workgroup_too_large};
     }
-    return shape;
+    if (packet.group_segment_size > kGroupSegmentMax) {
+        return {std::nullopt, QueueError::invalid_group_memory};
+    }
+    return {shape, QueueError::none};
 }
 
 }  // namespace
@@ -158,6 +167,16 @@ void AqlQueue::fail(std::optional<Va> fault) noexcept {
     agent_.signals.bump();
 }
 
+void AqlQueue::fail(QueueError error) noexcept {
+    {
+        std::lock_guard lock(mutex_);
+        if (!failed_) {
+            error_ = error;
+        }
+    }
+    fail(std::nullopt);
+}
+
 void AqlQueue::dispatch_done(const DispatchJob& job) noexcept {
     if (!halted()) {
         fence_for(job.release_scope(), std::memory_order_release);
@@ -225,17 +244,24 @@ void AqlQueue::run() noexcept {
     try {
         process_packets();
     } catch (...) {
-        fail(std::nullopt);  // out of memory making a job: a device failure
+        fail(QueueError::device_failure);  // out of memory making a job
     }
     // Stopped, failed or faulted: let the dispatches in flight end (a stop or a fault
     // has them skip their remaining workgroups) before reporting.
     bool failed = false;
     std::optional<Va> fault;
+    QueueError error = QueueError::none;
     {
         std::unique_lock lock(mutex_);
         cv_.wait(lock, [this] { return inflight_.load(std::memory_order_acquire) == 0; });
         failed = failed_;
         fault = fault_;
+        error = error_;
+    }
+    if (failed && !fault) {
+        // What the command processor tells ROCr; writing the signal may fault in turn.
+        fault = raise_queue_error(agent_.memory, agent_.events, agent_.signals, held_.memory.rptr,
+                                  error);
     }
     if (failed) {
         // Last: the handler may destroy this queue.
@@ -254,7 +280,7 @@ void AqlQueue::process_packets() {
         const uint64_t seen = doorbells_.load(std::memory_order_acquire);
         const WriteIndex index = check_write_index();
         if (index == WriteIndex::invalid) {
-            fail(std::nullopt);  // a queue error, as for an invalid packet
+            fail(QueueError::invalid_packet_format);  // no producer moves it back
             return;
         }
         if (index == WriteIndex::no_work) {
@@ -272,7 +298,7 @@ void AqlQueue::process_packets() {
                 break;
             case Step::stall:
                 if (past_the_ring()) {
-                    fail(std::nullopt);  // a queue error, as for an invalid packet
+                    fail(QueueError::invalid_packet_format);
                     return;
                 }
                 // The producer has reserved the slot but not yet stored its header: it is
@@ -351,8 +377,8 @@ AqlQueue::Step AqlQueue::process(uint64_t read) {
         }
         case HSA_PACKET_TYPE_VENDOR_SPECIFIC:
             return vendor(bytes, header, read);
-        default:  // agent dispatch, reserved: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT
-            fail(std::nullopt);
+        default:  // agent dispatch, reserved
+            fail(QueueError::invalid_packet_format);
             return Step::stop;
     }
 }
@@ -361,7 +387,7 @@ AqlQueue::Step AqlQueue::vendor(std::span<const std::byte> bytes, uint16_t heade
     Pm4IbPacket packet{};
     std::memcpy(&packet, bytes.data(), sizeof packet);
     if (packet.vendor_format != kVendorFormatPm4Ib) {
-        fail(std::nullopt);  // a vendor format this agent does not know
+        fail(QueueError::unsupported_vendor_packet);
         return Step::stop;
     }
     // The IB only invalidates GPU caches; a software GPU has none to invalidate, and the
@@ -400,10 +426,14 @@ void AqlQueue::retire(uint64_t read) noexcept {
 
 AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, uint16_t header,
                                   uint64_t read) {
-    const auto shape = decode_shape(packet);
+    const auto [shape, malformed] = decode_shape(packet);
+    if (!shape) {
+        fail(malformed);
+        return Step::stop;
+    }
     const BuiltinKernel* kernel = find_kernel(packet.kernel_object);
-    if (!shape || kernel == nullptr) {
-        fail(std::nullopt);  // malformed packet, or HSA_STATUS_ERROR_INVALID_CODE_OBJECT
+    if (kernel == nullptr) {
+        fail(QueueError::invalid_code);
         return Step::stop;
     }
     const Va kernarg_va = reinterpret_cast<uintptr_t>(packet.kernarg_address);

@@ -23,8 +23,10 @@
 // slow re-check). An error
 // (a GPU page fault, an invalid packet, a write index that went backwards, or one more
 // than a ring ahead of the read index while the packet there has not been stored) stops
-// the queue for good: workgroups not started are skipped, and the agent signals the error
-// event and reports the fault once.
+// the queue for good: workgroups not started are skipped, the agent signals the error
+// event and reports the fault once, and an error that is not a fault is stored, as a
+// command processor stores it, in the queue's inactive signal (queue_errors.hpp), which
+// ROCr waits on.
 #ifndef XENHSA_HSA_SOFT_AQL_QUEUE_HPP
 #define XENHSA_HSA_SOFT_AQL_QUEUE_HPP
 
@@ -43,6 +45,7 @@
 #include "agent_shared.hpp"
 #include "dispatch_job.hpp"
 #include "queue.hpp"
+#include "queue_errors.hpp"
 #include "workgroups.hpp"
 
 namespace xenhsa::hsa::soft {
@@ -68,6 +71,8 @@ public:
     // are skipped), or (nullopt) an invalid packet or device failure (work already
     // launched completes). The queue fetches no more packets; the first error counts.
     void fail(std::optional<Va> fault) noexcept;
+    // The same for an error that is not a fault, with the code ROCr is told.
+    void fail(QueueError error) noexcept;
     // The last workgroup of `job` ended; the job must not touch the queue afterwards.
     void dispatch_done(const DispatchJob& job) noexcept;
 
@@ -125,6 +130,7 @@ private:
     bool stopping_ = false;
     bool failed_ = false;
     std::optional<Va> fault_;
+    QueueError error_ = QueueError::none;
     std::atomic<bool> halted_{false};  // stopping_ or a page fault: workers skip
     std::thread thread_;
 };

@@ -24,6 +24,11 @@ SliceOrFault<A> signal_at(const AddressSpace::View& view, uint64_t handle) {
 
 std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
                                   uint64_t handle) {
+    return write_signal(space, events, hub, handle, SignalWrite::decrement, 1);
+}
+
+std::optional<Va> write_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
+                               uint64_t handle, SignalWrite how, int64_t operand) {
     uint32_t event_id = 0;
     {
         const auto view = space.view();
@@ -36,8 +41,8 @@ std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events,
         if (!value || !mailbox_ptr || !id) {
             return signal.fault().value_or(handle);
         }
-        // Everything the agent reads of the signal, it reads before the decrement: a
-        // waiter that sees the new value may reuse the signal at once.
+        // Everything the agent reads of the signal, it reads before the write: a waiter
+        // that sees the new value may reuse the signal at once.
         const uint64_t mailbox_va = mailbox_ptr->load(std::memory_order_relaxed);
         event_id = id->load(std::memory_order_relaxed);
         std::optional<GuestAtomic<uint64_t, Access::write>> mailbox;
@@ -49,7 +54,11 @@ std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events,
                 return slot.fault().value_or(mailbox_va);
             }
         }
-        value->fetch_sub(1, std::memory_order_release);
+        if (how == SignalWrite::decrement) {
+            value->fetch_sub(operand, std::memory_order_release);
+        } else {
+            value->store(operand, std::memory_order_release);
+        }
         if (mailbox) {
             mailbox->store(event_id, std::memory_order_release);
         }

@@ -55,6 +55,12 @@ private:
 std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
                                   uint64_t handle);
 
+// The same write with another operation: subtract `operand`, or store it (as a command
+// processor stores an error code in a queue's inactive signal).
+enum class SignalWrite : uint8_t { decrement, store };
+std::optional<Va> write_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
+                               uint64_t handle, SignalWrite how, int64_t operand);
+
 enum class BarrierKind : uint8_t { all_zero, any_zero };
 
 struct DependencyState {

@@ -13,6 +13,16 @@
  *                                     handler is expected to report it and abort the
  *                                     process (SIGABRT), as on a GPU; a wait that times
  *                                     out instead is a failed check
+ *   xenhsa-rocr-check --queue-error CAUSE
+ *                                     submits a packet the GPU stops its queue on (CAUSE:
+ *                                     code, an unknown code object; dimensions, a dispatch
+ *                                     of 0 dimensions; packet, an agent-dispatch packet) to
+ *                                     a queue created with an error callback: the callback
+ *                                     is expected within 1 s with the status ROCr maps the
+ *                                     cause to
+ *   xenhsa-rocr-check --queue-error-abort CAUSE
+ *                                     the same on a queue without a callback: ROCr's default
+ *                                     handler is expected to print why and abort (SIGABRT)
  *
  * Output: "check <name> ok|FAIL ...", "info ...", last "summary rocr-check ... result=ok".
  * Exit code 0 iff every check held.
@@ -311,10 +321,108 @@ static void fault(struct ctx* c) {
         completed ? "the faulting dispatch completed" : "ROCr's wait timed out: no fault reported");
 }
 
+struct queue_error {
+    int reported;
+    hsa_status_t status;
+    double at_ms;
+};
+
+static void on_queue_error(hsa_status_t status, hsa_queue_t* source, void* data) {
+    (void)source;
+    struct queue_error* e = data;
+    e->status = status;
+    e->at_ms = now_ms(CLOCK_MONOTONIC);
+    __atomic_store_n(&e->reported, 1, __ATOMIC_RELEASE);
+}
+
+/* A packet the GPU stops the queue on, and the status ROCr reports for it. */
+static int bad_packet(struct ctx* c, const char* cause, hsa_kernel_dispatch_packet_t* packet,
+                      uint16_t* type, hsa_status_t* expected) {
+    static uint64_t not_code[64] __attribute__((aligned(256)));
+    memset(packet, 0, sizeof *packet);
+    packet->setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+    packet->workgroup_size_x = packet->workgroup_size_y = packet->workgroup_size_z = 1;
+    packet->grid_size_x = packet->grid_size_y = packet->grid_size_z = 1;
+    packet->kernel_object = c->k_fill;
+    *type = HSA_PACKET_TYPE_KERNEL_DISPATCH;
+    if (strcmp(cause, "code") == 0) {
+        packet->kernel_object = (uintptr_t)not_code;
+        *expected = HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+    } else if (strcmp(cause, "dimensions") == 0) {
+        packet->setup = 0;
+        *expected = HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
+    } else if (strcmp(cause, "packet") == 0) {
+        *type = HSA_PACKET_TYPE_AGENT_DISPATCH;
+        *expected = HSA_STATUS_ERROR_INVALID_PACKET_FORMAT;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
+/* Stores the packet at the queue's next slot and rings the doorbell; waits for nothing. */
+static void submit(hsa_queue_t* q, const hsa_kernel_dispatch_packet_t* body, uint16_t type) {
+    const uint64_t index = hsa_queue_add_write_index_relaxed(q, 1);
+    hsa_kernel_dispatch_packet_t* packet =
+        (hsa_kernel_dispatch_packet_t*)q->base_address + (index & (q->size - 1));
+    memcpy((char*)packet + 2, (const char*)body + 2, sizeof *packet - 2);
+    const uint16_t header =
+        (uint16_t)((type << HSA_PACKET_HEADER_TYPE) |
+                   (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                   (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
+    __atomic_store_n(&packet->header, header, __ATOMIC_RELEASE);
+    hsa_signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)index);
+}
+
+static void queue_error(struct ctx* c, const char* cause, int with_callback) {
+    hsa_kernel_dispatch_packet_t packet;
+    uint16_t type = 0;
+    hsa_status_t expected = HSA_STATUS_SUCCESS;
+    if (!bad_packet(c, cause, &packet, &type, &expected)) {
+        check("queue-error-cause", 0, cause);
+        return;
+    }
+    if (!with_callback) {
+        printf("info dispatching-queue-error cause=%s\n", cause);
+        fflush(stdout);
+        submit(c->queue, &packet, type);
+        sleep(5);
+        check("queue-error-aborted", 0, "still running 5 s after the queue's error");
+        return;
+    }
+    struct queue_error e = {0, HSA_STATUS_SUCCESS, 0};
+    hsa_queue_t* q = NULL;
+    if (!hsa_ok("hsa_queue_create",
+                hsa_queue_create(c->agents.gpu, 64, HSA_QUEUE_TYPE_SINGLE, on_queue_error, &e,
+                                 UINT32_MAX, UINT32_MAX, &q))) {
+        return;
+    }
+    const double t0 = now_ms(CLOCK_MONOTONIC);
+    submit(q, &packet, type);
+    while (!__atomic_load_n(&e.reported, __ATOMIC_ACQUIRE) && now_ms(CLOCK_MONOTONIC) - t0 < 5000) {
+        usleep(1000);
+    }
+    const int reported = __atomic_load_n(&e.reported, __ATOMIC_ACQUIRE);
+    const char* got = "none";
+    const char* want = "?";
+    if (reported) {
+        hsa_status_string(e.status, &got);
+    }
+    hsa_status_string(expected, &want);
+    char detail[512];
+    snprintf(detail, sizeof detail, "cause=%s status=\"%s\" expected=\"%s\" after_ms=%.1f", cause,
+             got ? got : "?", want ? want : "?", reported ? e.at_ms - t0 : -1.0);
+    check("queue-error-reported", reported && e.status == expected, detail);
+    check("queue-error-within-1s", reported && e.at_ms - t0 <= 1000.0, detail);
+    check("queue-error-queue-destroy", hsa_queue_destroy(q) == HSA_STATUS_SUCCESS, "");
+}
+
 int main(int argc, char** argv) {
     long repeat = 1;
     unsigned wait_ms = 0;
     int do_fault = 0;
+    const char* error_cause = NULL;
+    int error_callback = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
@@ -322,8 +430,17 @@ int main(int argc, char** argv) {
             wait_ms = (unsigned)strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fault") == 0) {
             do_fault = 1;
+        } else if (strcmp(argv[i], "--queue-error") == 0 && i + 1 < argc) {
+            error_cause = argv[++i];
+            error_callback = 1;
+        } else if (strcmp(argv[i], "--queue-error-abort") == 0 && i + 1 < argc) {
+            error_cause = argv[++i];
+            error_callback = 0;
         } else {
-            fprintf(stderr, "usage: %s [--repeat N] [--wait-ms MS] [--fault]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--repeat N] [--wait-ms MS] [--fault] [--queue-error CAUSE] "
+                    "[--queue-error-abort CAUSE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -366,6 +483,9 @@ int main(int argc, char** argv) {
         }
         if (do_fault) {
             fault(&c);
+        }
+        if (error_cause != NULL) {
+            queue_error(&c, error_cause, error_callback);
         }
         check("queue-destroy", hsa_queue_destroy(c.queue) == HSA_STATUS_SUCCESS, "");
     }

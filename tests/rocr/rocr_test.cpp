@@ -221,6 +221,37 @@ TEST_F(Rocr, GpuFaultEndsTheProgramAsOnAGpu) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
+// A queue the software GPU stops (an unknown code object, a malformed dispatch, a packet
+// type it does not run) is reported as a GPU's command processor reports it: the error
+// code in the queue's inactive signal, which ROCr turns into the queue's error callback.
+TEST_F(Rocr, AStoppedQueueReachesRocrAsTheErrorAGpuRaises) {
+    for (const char* cause : {"code", "dimensions", "packet"}) {
+        const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--queue-error", cause});
+        EXPECT_TRUE(scenario_passed(g.run)) << cause << "\n" << g.run.out;
+        EXPECT_TRUE(check_held(g.run, "queue-error-reported")) << cause << "\n" << g.run.out;
+        EXPECT_TRUE(check_held(g.run, "queue-error-within-1s")) << cause << "\n" << g.run.out;
+        ASSERT_NE(g.domid, 0u);
+        EXPECT_TRUE(released_within(g.domid));
+    }
+}
+
+// Without a callback, ROCr's default handler says why and aborts, as on a GPU.
+TEST_F(Rocr, AStoppedQueueWithoutACallbackAbortsWithROCrsMessage) {
+    const std::string command =
+        std::string("exec ") + XENHSA_ROCR_CHECK_BINARY + " --queue-error-abort code 2>&1";
+    const Guest g = run_in_guest({"/bin/sh", "-c", command});
+    EXPECT_NE(g.run.out.find("info dispatching-queue-error"), std::string::npos) << g.run.out;
+    EXPECT_TRUE(WIFEXITED(g.run.status) && WEXITSTATUS(g.run.status) == 128 + SIGABRT)
+        << "exit status " << g.run.status << "\n"
+        << g.run.out;
+    EXPECT_NE(g.run.out.find("inactivated due to async error"), std::string::npos) << g.run.out;
+    EXPECT_NE(g.run.out.find("HSA_STATUS_ERROR_INVALID_CODE_OBJECT"), std::string::npos)
+        << g.run.out;
+    EXPECT_EQ(g.run.out.find("check queue-error-aborted FAIL"), std::string::npos) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
 TEST_F(Rocr, ProgramKilledMidDispatchLeavesNothingAndOthersGoOn) {
     auto other = start_guest({"vecadd", "--repeat", "0"});
     const auto other_line = other->wait_for_line("info repeating", kScenarioPatience);

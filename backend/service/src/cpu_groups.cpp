@@ -151,6 +151,19 @@ CpuGroups CpuGroups::open(const std::filesystem::path& root) {
     return groups;
 }
 
+CpuGroups CpuGroups::at(const std::filesystem::path& dir) {
+    CpuGroups groups;
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) {
+        groups.why_ = dir.string() + ": not a cgroup directory";
+        return groups;
+    }
+    groups.dir_ = dir;
+    groups.unified_ = std::filesystem::exists(dir / "cgroup.controllers", ec);
+    groups.why_.clear();
+    return groups;
+}
+
 std::filesystem::path CpuGroups::group_of(pid_t pid) const {
     return dir_ / (std::string(kPrefix) + std::to_string(pid));
 }

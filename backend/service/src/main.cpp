@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
     app.add_option("--worker-uid", confinement.uid)
         ->group("")
         ->check(CLI::Range(1000u, 0xFFFFFFFEu));
+    app.add_option("--worker-cpu-groups", confinement.cpu_groups)->group("");
 #if XENHSA_TEST_HOOKS
     // Test builds: the seam faults the workers inject (fault_plan.hpp).
     app.add_option("--fault-plan", connector.fault_plan)->group("");

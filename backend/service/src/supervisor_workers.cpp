@@ -63,6 +63,9 @@ void Supervisor::start_worker(Device& dev) {
             return;
         }
     }
+    if (cpu_groups_.enabled()) {
+        options.confinement.cpu_groups = cpu_groups_.dir();
+    }
     auto worker = WorkerProcess::spawn(io_, worker_exe_, worker_arguments(options, dev.id));
     // Test builds: a fault plan is for one worker, so that the device's next worker, started
     // after the fault, shows how the guest recovers.
@@ -220,7 +223,8 @@ void Supervisor::adopt_workers() {
         dev.held_pages = held_pages(dev.id.fe);
         dev.ceilings = shares_.ceilings(dev.held_pages);
         dev.worker = std::move(worker).value();
-        if (const auto uid = process_uid(stored.pid); uid && worker_uids_.range().contains(*uid)) {
+        if (const auto uid = assigned_worker_uid(stored.pid);
+            uid && worker_uids_.range().contains(*uid)) {
             worker_uids_.hold(*uid);
             dev.uid = uid;
         }
@@ -248,6 +252,7 @@ void Supervisor::worker_ended(Device& dev, std::optional<int> wait_status) {
     dev.kill.cancel();
     WorkerFdStore::drop(dev.id, pid);
     cpu_groups_.remove(pid);
+    cpu_groups_.sweep();  // a group its helpers were still leaving a moment ago
     if (dev.uid) {
         worker_uids_.give_back(*dev.uid);
         dev.uid.reset();

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <limits>
 #include <xenhsa/backend/service/control_messages.hpp>
+#include <xenhsa/backend/service/cpu_groups.hpp>
 #include <xenhsa/backend/service/line_channel.hpp>
 #include <xenhsa/backend/service/logging.hpp>
 #include <xenhsa/backend/service/store_pump.hpp>
@@ -230,6 +231,15 @@ int run_worker(const WorkerOptions& options) {
         faults = FaultPlan::hook(plan);
     }
 #endif
+    if (!options.confinement.cpu_groups.empty()) {
+        // Before the helpers a real-Xen worker forks (the grant broker does work the worker
+        // asks for) and before any thread: all of it shares the guest's one CPU share.
+        const auto groups = CpuGroups::at(options.confinement.cpu_groups);
+        if (auto placed = groups.place(::getpid()); !placed) {
+            spdlog::warn("no CPU group of its own in {}: {}",
+                         options.confinement.cpu_groups.string(), placed.error().message());
+        }
+    }
     auto platform = open_platform(options.platform, PlatformRole::worker, options.device.fe);
     if (!platform) {
         spdlog::error("cannot open the hypervisor: {}", platform.error().message());

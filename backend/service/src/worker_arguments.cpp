@@ -77,6 +77,10 @@ std::vector<std::string> worker_arguments(const SupervisorOptions& options, Devi
         args.emplace_back("--worker-uid");
         args.push_back(std::to_string(*options.confinement.uid));
     }
+    if (!options.confinement.cpu_groups.empty()) {
+        args.emplace_back("--worker-cpu-groups");
+        args.push_back(options.confinement.cpu_groups.string());
+    }
     args.emplace_back("--worker-seccomp");
     args.emplace_back(seccomp_mode_name(options.confinement.seccomp));
     return args;

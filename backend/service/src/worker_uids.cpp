@@ -1,8 +1,8 @@
 #include <charconv>
 #include <fstream>
 #include <limits>
-#include <sstream>
 #include <string>
+#include <vector>
 #include <xenhsa/backend/service/worker_uids.hpp>
 
 namespace xenhsa::backend::service {
@@ -64,18 +64,28 @@ void WorkerUids::hold(uid_t uid) {
 
 void WorkerUids::give_back(uid_t uid) noexcept { used_.erase(uid); }
 
-std::optional<uid_t> process_uid(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-    for (std::string line; std::getline(in, line);) {
-        if (line.rfind("Uid:", 0) == 0) {
-            std::istringstream fields(line.substr(4));
-            uint64_t real = 0;
-            if (fields >> real) {
-                return static_cast<uid_t>(real);
-            }
+std::optional<uid_t> worker_uid_argument(const std::vector<std::string>& args) {
+    constexpr std::string_view kOption = "--worker-uid";
+    std::optional<uid_t> uid;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string_view arg = args[i];
+        if (arg == kOption && i + 1 < args.size()) {
+            uid = number<uid_t>(args[++i]);
+        } else if (arg.size() > kOption.size() && arg.substr(0, kOption.size()) == kOption &&
+                   arg[kOption.size()] == '=') {
+            uid = number<uid_t>(arg.substr(kOption.size() + 1));
         }
     }
-    return std::nullopt;
+    return uid;  // the last one given, as CLI11 takes it
+}
+
+std::optional<uid_t> assigned_worker_uid(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::vector<std::string> args;
+    for (std::string arg; std::getline(in, arg, '\0');) {
+        args.push_back(std::move(arg));
+    }
+    return worker_uid_argument(args);
 }
 
 }  // namespace xenhsa::backend::service

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <string>
 #include <xenhsa/backend/service/cpu_groups.hpp>
 
 namespace xenhsa::backend::service {
@@ -43,6 +46,21 @@ TEST(CpuGroups, DisabledGroupsRefuseToPlaceAndSayWhy) {
     const CpuGroups missing = CpuGroups::open("/nonexistent-cgroup-root");
     EXPECT_FALSE(missing.enabled());
     EXPECT_FALSE(missing.why_disabled().empty());
+}
+
+TEST(CpuGroups, AWorkerFindsTheSupervisorsGroupsByTheirDirectory) {
+    EXPECT_FALSE(CpuGroups::at("/nonexistent-cgroup-dir").enabled());
+    const auto dir =
+        std::filesystem::temp_directory_path() / ("cpu-groups-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const CpuGroups groups = CpuGroups::at(dir);
+    EXPECT_TRUE(groups.enabled()) << groups.why_disabled();
+    EXPECT_EQ(groups.dir(), dir);
+    EXPECT_EQ(groups.group_of(42), dir / "xenhsa-worker-42");
+    // Not a cgroup (no cpu.shares or cpu.weight to write): placing fails and leaves no group.
+    EXPECT_FALSE(groups.place(42));
+    EXPECT_FALSE(std::filesystem::exists(groups.group_of(42)));
+    std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -2,9 +2,13 @@
 // range, a number handed out again only after the rest of the range, and the range's
 // syntax.
 #include <gtest/gtest.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <set>
+#include <string>
+#include <vector>
 #include <xenhsa/backend/service/worker_uids.hpp>
 
 namespace xenhsa::backend::service {
@@ -57,9 +61,47 @@ TEST(WorkerUids, TheRangeIsFirstColonCount) {
     EXPECT_FALSE(WorkerUidRange{}.contains(WorkerUidRange::kDefaultFirst - 1));
 }
 
-TEST(WorkerUids, ProcessUidReadsTheRealUid) {
-    EXPECT_EQ(process_uid(::getpid()), ::getuid());
-    EXPECT_FALSE(process_uid(-1));
+TEST(WorkerUids, AnAdoptedWorkersUidIsTheOneItWasStartedToTake) {
+    using Args = std::vector<std::string>;
+    EXPECT_EQ(worker_uid_argument(Args{"xenhsa-backend", "--worker", "--worker-uid", "1879048200",
+                                       "--worker-seccomp", "on"}),
+              1879048200u);
+    EXPECT_EQ(worker_uid_argument(Args{"xenhsa-backend", "--worker-uid=1879048201"}), 1879048201u);
+    EXPECT_FALSE(worker_uid_argument(Args{"xenhsa-backend", "--worker", "--worker-user", "x"}));
+    EXPECT_FALSE(worker_uid_argument(Args{"xenhsa-backend", "--worker-uid"}));
+    EXPECT_FALSE(worker_uid_argument(Args{"xenhsa-backend", "--worker-uid", "12x"}));
+    EXPECT_FALSE(worker_uid_argument(Args{"xenhsa-backend", "--worker-uidx=5"}));
+
+    // From a live process's command line, whatever uid it runs as (still root before it
+    // confines itself): here a shell given the argument, which it ignores. It says when it
+    // runs (a vfork parent resumes before the new program's arguments are in place).
+    pid_t child = -1;
+    char sh[] = "/bin/sh", dash_c[] = "-c", script[] = "echo; read line", name[] = "xenhsa-backend",
+         option[] = "--worker-uid", value[] = "1879048202";
+    char* argv[] = {sh, dash_c, script, name, option, value, nullptr};
+    int in[2];
+    int out[2];
+    ASSERT_EQ(::pipe(in), 0);
+    ASSERT_EQ(::pipe(out), 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_addclose(&actions, in[1]);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    ASSERT_EQ(::posix_spawn(&child, sh, &actions, nullptr, argv, environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(in[0]);
+    ::close(out[1]);
+    char said = 0;
+    ASSERT_EQ(::read(out[0], &said, 1), 1);
+    ::close(out[0]);
+    EXPECT_EQ(assigned_worker_uid(child), 1879048202u);
+    ::close(in[1]);  // the shell's read ends
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    EXPECT_FALSE(assigned_worker_uid(child)) << "a process that is gone";
+    EXPECT_FALSE(assigned_worker_uid(::getpid())) << "a process without the argument";
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Invalid packets stop the queue with an error (no fault report); an INVALID header
-// makes the queue wait, as the hardware does, until the producer stores it.
+// Invalid packets stop the queue with an error (no fault report), whose code is stored in
+// the queue's inactive signal as a command processor stores it (queue_errors.hpp); an
+// INVALID header makes the queue wait, as the hardware does, until the producer stores it.
 #include <hsa/hsa_ext_amd.h>
 
 #include "soft_fixture.hpp"
@@ -9,10 +10,14 @@ namespace {
 
 class InvalidPacketTest : public SoftAgentTest {};
 
-// A dispatch of fill (4 words into a GPU buffer) with one field broken by `breaker`.
+// A dispatch of fill (4 words into a GPU buffer) with one field broken by `breaker`, and
+// the code ROCr is told (its DynamicScratchHandler's: 2 invalid dimensions, 4 invalid
+// group memory, 8 invalid code, 32 invalid packet format, 64 group too large, 256 vendor
+// packet).
 struct BadPacket {
     const char* name;
     void (*breaker)(hsa_kernel_dispatch_packet_t& packet);
+    int64_t code;
 };
 
 const BadPacket kBadPackets[] = {
@@ -21,38 +26,43 @@ const BadPacket kBadPackets[] = {
      [](hsa_kernel_dispatch_packet_t& p) {
          p.header = packet_header(HSA_PACKET_TYPE_VENDOR_SPECIFIC);
          p.setup = HSA_AMD_PACKET_TYPE_BARRIER_VALUE;  // AMD's format word
-     }},
+     },
+     256},
     {"vendor_unknown_format",
      [](hsa_kernel_dispatch_packet_t& p) {
          p.header = packet_header(HSA_PACKET_TYPE_VENDOR_SPECIFIC);
          p.setup = 0x77;
-     }},
+     },
+     256},
     {"agent_dispatch_type",
      [](hsa_kernel_dispatch_packet_t& p) {
          p.header = packet_header(HSA_PACKET_TYPE_AGENT_DISPATCH);
-     }},
-    {"reserved_type", [](hsa_kernel_dispatch_packet_t& p) { p.header = 0x17; }},
-    {"unknown_kernel_object", [](hsa_kernel_dispatch_packet_t& p) { p.kernel_object += 8; }},
-    {"null_kernel_object", [](hsa_kernel_dispatch_packet_t& p) { p.kernel_object = 0; }},
-    {"zero_dimensions", [](hsa_kernel_dispatch_packet_t& p) { p.setup = 0; }},
-    {"zero_grid", [](hsa_kernel_dispatch_packet_t& p) { p.grid_size_x = 0; }},
-    {"zero_workgroup", [](hsa_kernel_dispatch_packet_t& p) { p.workgroup_size_x = 0; }},
-    {"unused_dimension_not_one", [](hsa_kernel_dispatch_packet_t& p) { p.grid_size_y = 2; }},
+     },
+     32},
+    {"reserved_type", [](hsa_kernel_dispatch_packet_t& p) { p.header = 0x17; }, 32},
+    {"unknown_kernel_object", [](hsa_kernel_dispatch_packet_t& p) { p.kernel_object += 8; }, 8},
+    {"null_kernel_object", [](hsa_kernel_dispatch_packet_t& p) { p.kernel_object = 0; }, 8},
+    {"zero_dimensions", [](hsa_kernel_dispatch_packet_t& p) { p.setup = 0; }, 2},
+    {"zero_grid", [](hsa_kernel_dispatch_packet_t& p) { p.grid_size_x = 0; }, 2},
+    {"zero_workgroup", [](hsa_kernel_dispatch_packet_t& p) { p.workgroup_size_x = 0; }, 2},
+    {"unused_dimension_not_one", [](hsa_kernel_dispatch_packet_t& p) { p.grid_size_y = 2; }, 2},
     {"workgroup_too_large",
      [](hsa_kernel_dispatch_packet_t& p) {
          p.setup = 2;
          p.workgroup_size_x = 64;
          p.workgroup_size_y = 32;
          p.grid_size_y = 32;
-     }},
+     },
+     64},
     {"grid_over_2_32_items",
      [](hsa_kernel_dispatch_packet_t& p) {
          p.setup = 2;
          p.grid_size_x = 0x10000;
          p.grid_size_y = 0x10000;
-     }},
+     },
+     2},
     {"group_segment_too_large",
-     [](hsa_kernel_dispatch_packet_t& p) { p.group_segment_size = 1u << 20; }},
+     [](hsa_kernel_dispatch_packet_t& p) { p.group_segment_size = 1u << 20; }, 4},
 };
 
 class BadPacketTest : public InvalidPacketTest, public ::testing::WithParamInterface<BadPacket> {};
@@ -61,7 +71,8 @@ TEST_P(BadPacketTest, StopsTheQueueWithAnErrorAndNoFault) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
     const EventId error = make_event();
-    AqlTestQueue queue(device(), QueueOptions{.error_event = error});
+    AqlTestQueue queue(device(),
+                       QueueOptions{.error_event = error, .inactive_signal = signals.init(3, 0)});
     const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 1, 0});
 
     // A good packet first: it runs.
@@ -77,6 +88,7 @@ TEST_P(BadPacketTest, StopsTheQueueWithAnErrorAndNoFault) {
     EXPECT_EQ(queue.read_index(), 1u);  // the bad packet was not consumed
     EXPECT_EQ(signals.value(1), 1);
     EXPECT_EQ(signals.value(2), 1);  // nothing after it ran
+    EXPECT_EQ(signals.value(3), GetParam().code) << "the code in the queue's inactive signal";
     EXPECT_TRUE(log().faults().empty());
 }
 
@@ -106,7 +118,8 @@ TEST_P(HostileWriteIndexTest, StopsTheQueueWithAnErrorAndNoFault) {
     GpuBuffer data(device(), kPage), args(device(), kPage);
     SignalPage signals(device());
     const EventId error = make_event();
-    AqlTestQueue queue(device(), QueueOptions{.error_event = error});
+    AqlTestQueue queue(device(),
+                       QueueOptions{.error_event = error, .inactive_signal = signals.init(3, 0)});
     const Va fill = put_kernarg(args, 0, xenhsa_kernarg_fill{data.va(), 4, 1, 0});
     queue.submit(dispatch_packet(kernel_object("fill"), fill, grid_1d(4, 4), signals.init(0, 1)));
     ASSERT_TRUE(signals.wait_eq(0, 0));
@@ -128,6 +141,7 @@ TEST_P(HostileWriteIndexTest, StopsTheQueueWithAnErrorAndNoFault) {
     EXPECT_FALSE(signals.wait_eq(1, 0, std::chrono::milliseconds(50)));
     queue.destroy();
     EXPECT_EQ(queue.read_index(), 1u);
+    EXPECT_EQ(signals.value(3), 32) << "an invalid packet format, in the queue's inactive signal";
     EXPECT_TRUE(log().faults().empty());
 }
 

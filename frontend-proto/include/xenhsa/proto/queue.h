@@ -34,6 +34,15 @@ enum xenhsa_queue_type {
 };
 
 #define XENHSA_AQL_PACKET_SIZE 64u
+/* An AQL queue laid out as ROCr's amd_queue_t (its read pointer is the queue's
+ * read_dispatch_id): the 32-bit offset of read_dispatch_id in the amd_queue_t is stored
+ * right after it, and the queue's inactive signal (an hsa_signal_t handle, 0 for none) is
+ * at this offset in the amd_queue_t. A stopped queue's error code is stored in that signal
+ * (hsa-bridge/soft/queue_errors.hpp). */
+#define XENHSA_AMD_QUEUE_OFFSET_FIELD_AFTER_RPTR 8u
+#define XENHSA_AMD_QUEUE_INACTIVE_SIGNAL_OFFSET 192u
+/* The value of an amd_signal_t, at this offset of the signal its handle names. */
+#define XENHSA_AMD_SIGNAL_VALUE_OFFSET 8u
 #define XENHSA_QUEUE_RING_MIN XENHSA_PAGE_SIZE /* 64 packets */
 #define XENHSA_QUEUE_RING_MAX (1ull << 22)     /* 64 Ki packets */
 #define XENHSA_QUEUE_PRIORITY_MIN (-3)

@@ -27,6 +27,7 @@
 
 #include <sys/types.h>
 
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,10 @@ struct ConfinementOptions {
     // A uid of its own (and the gid of the same number) the supervisor handed this worker
     // (worker_uids.hpp).
     std::optional<uid_t> uid;
+    // The supervisor's directory of CPU groups (cpu_groups.hpp), empty when it has none: a
+    // worker moves itself into a group of its own there before it starts any thread or
+    // process, so that its helpers share its CPU share.
+    std::filesystem::path cpu_groups;
     SeccompMode seccomp = SeccompMode::kill;
     bool enabled = true;  // false: no confinement at all (debugging by hand only)
 };

@@ -37,6 +37,8 @@ public:
     // "supervisor" first, as processes may only live in leaves once children share the
     // cpu controller. Disabled, with the reason, when that cannot be done.
     static CpuGroups open(const std::filesystem::path& root = "/sys/fs/cgroup");
+    // The groups a supervisor opened at `dir` (a worker's view, to place itself).
+    static CpuGroups at(const std::filesystem::path& dir);
 
     [[nodiscard]] bool enabled() const noexcept { return !dir_.empty(); }
     [[nodiscard]] const std::string& why_disabled() const noexcept { return why_; }

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace xenhsa::backend::service {
 
@@ -55,8 +57,13 @@ private:
     uint32_t next_ = 0;  // offset in the range to try first
 };
 
-// The real uid of a live process (/proc/<pid>/status); nullopt when it is gone.
-std::optional<uid_t> process_uid(pid_t pid);
+// The uid a worker was started to take (its `--worker-uid`), nullopt when none was given.
+// An adopted worker's uid is read from its command line, not from its credentials: a
+// worker caught before it confined itself still runs as root, and its uid must not be
+// handed to another worker.
+std::optional<uid_t> worker_uid_argument(const std::vector<std::string>& args);
+// The same read from a live process's /proc/<pid>/cmdline; nullopt when it is gone.
+std::optional<uid_t> assigned_worker_uid(pid_t pid);
 
 }  // namespace xenhsa::backend::service
 

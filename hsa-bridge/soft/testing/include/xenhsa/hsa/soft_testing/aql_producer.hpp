@@ -216,6 +216,9 @@ struct QueueOptions {
     EventId error_event = 0;
     bool ring_gpu_read_only = false;
     uint32_t percentage = 100;
+    // The amd_queue_t's queue_inactive_signal (a handle; 0 for none), where the GPU stores
+    // the code of an error that stops the queue.
+    uint64_t inactive_signal = 0;
 };
 
 // An AQL queue whose ring and amd_queue_t (read/write dispatch ids) live in GPU-mapped
@@ -231,6 +234,11 @@ public:
         for (uint32_t i = 0; i < packets_; ++i) {  // ROCr fills the ring with INVALID headers
             slot(i)->header = packet_header(HSA_PACKET_TYPE_INVALID);
         }
+        // As ROCr lays out its amd_queue_t.
+        *pointers_.at<uint32_t>(offsetof(amd_queue_t, read_dispatch_id_field_base_byte_offset)) =
+            kReadOffset;
+        *pointers_.at<uint64_t>(offsetof(amd_queue_t, queue_inactive_signal)) =
+            options.inactive_signal;
         QueueSpec spec;
         spec.node = kSoftGpuNode;
         spec.percentage = options.percentage;
