@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace xenhsa::hsa::kmt {
@@ -17,7 +19,13 @@ namespace {
 
 constexpr const char* kShared[] = {"/dev/shm/hsakmt_shared_mem", "/dev/shm/sem.hsakmt_semaphore"};
 
-bool is_shared(const std::string& path) {
+// Also once another process removed the file (the thunk does at its close): the kernel
+// then names it "<path> (deleted)", and whoever still holds it shares it.
+bool is_shared(std::string_view path) {
+    constexpr std::string_view kDeleted = " (deleted)";
+    if (path.ends_with(kDeleted)) {
+        path.remove_suffix(kDeleted.size());
+    }
     for (const char* p : kShared) {
         if (path == p) {
             return true;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "rocr_blit_kernels.hpp"
+
 namespace xenhsa::hsa::soft {
 
 namespace {
@@ -433,6 +435,9 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
     }
     const BuiltinKernel* kernel = find_kernel(packet.kernel_object);
     if (kernel == nullptr) {
+        kernel = find_rocr_kernel(agent_.memory, packet.kernel_object);
+    }
+    if (kernel == nullptr) {
         fail(QueueError::invalid_code);
         return Step::stop;
     }
@@ -446,6 +451,10 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
             fail(guest_args.fault().value_or(kernarg_va));  // read: not refused
             return Step::stop;
         }
+    }
+    if (kernel->accepts != nullptr && !kernel->accepts(args, shape->grid, shape->workgroup)) {
+        fail(QueueError::invalid_dimensions);
+        return Step::stop;
     }
     const auto release = static_cast<uint8_t>(release_scope(header));
     if (shape->total_groups <= agent_.inline_max_groups) {

@@ -5,6 +5,7 @@
 
 #include <xenhsa/proto/query.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -64,13 +65,19 @@ private:
 using KernelFn = void (*)(std::span<const std::byte> kernarg, uint64_t begin, uint64_t end,
                           GpuMemory& memory);
 
+// Whether a dispatch of the kernel with these arguments and this grid and workgroup can
+// run (nullptr: any can).
+using ShapeCheck = bool (*)(std::span<const std::byte> kernarg, const std::array<uint32_t, 3>& grid,
+                            const std::array<uint32_t, 3>& workgroup);
+
 struct BuiltinKernel {
     const char* name;
     uint32_t kernarg_size;
     KernelFn run;
+    ShapeCheck accepts = nullptr;
 };
 
-inline constexpr uint32_t kMaxKernargSize = 64;
+inline constexpr uint32_t kMaxKernargSize = 96;  // ROCr's CopyAligned takes 84 bytes
 
 // In QUERY KERNEL order (enum xenhsa_builtin_kernel).
 std::span<const BuiltinKernel> builtin_kernels() noexcept;

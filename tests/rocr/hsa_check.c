@@ -13,6 +13,11 @@
  *                                     handler is expected to report it and abort the
  *                                     process (SIGABRT), as on a GPU; a wait that times
  *                                     out instead is a failed check
+ *   xenhsa-rocr-check --blits         ROCr's own blit kernels: hsa_amd_memory_fill of device
+ *                                     memory, device-to-device copies, aligned and not,
+ *                                     of sizes that reach every phase of the kernels, each
+ *                                     verified byte for byte (run it with HSA_ENABLE_SDMA=0
+ *                                     too: every copy is then a blit kernel)
  *   xenhsa-rocr-check --queue-error CAUSE
  *                                     submits a packet the GPU stops its queue on (CAUSE:
  *                                     code, an unknown code object; dimensions, a dispatch
@@ -321,6 +326,81 @@ static void fault(struct ctx* c) {
         completed ? "the faulting dispatch completed" : "ROCr's wait timed out: no fault reported");
 }
 
+/* Device memory filled and copied by ROCr's blit kernels, read back and compared. */
+static void blits(struct ctx* c) {
+    const size_t size = 4u << 20;
+    unsigned char *a = NULL, *b = NULL;
+    unsigned char* host = fine_alloc(c, size);
+    unsigned char* expect = malloc(size);
+    if (!hsa_ok("device allocate",
+                hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, size, 0, (void**)&a)) ||
+        !hsa_ok("device allocate",
+                hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, size, 0, (void**)&b)) ||
+        !host || !expect) {
+        return;
+    }
+    char detail[160];
+    /* Fills: the whole buffer, then a part at an odd dword count and offset. */
+    const struct {
+        size_t offset, count;
+        uint32_t value;
+    } fills[] = {
+        {0, size / 4, 0xA5C3F00Du}, {4, 1000003, 0x01020304u}, {size - 44, 7, 0xFFFFFFFFu}};
+    for (unsigned i = 0; i < sizeof fills / sizeof fills[0]; ++i) {
+        uint32_t* dst = (uint32_t*)(a + fills[i].offset);
+        int ok = hsa_ok("memory fill", hsa_amd_memory_fill(dst, fills[i].value, fills[i].count));
+        for (size_t k = 0; k < fills[i].count; ++k) {
+            memcpy(expect + fills[i].offset + 4 * k, &fills[i].value, 4);
+        }
+        ok = ok && copy(host, c->agents.cpu, a, c->agents.gpu, size);
+        const size_t differ = ok ? (size_t)(memcmp(host, expect, size) != 0) : 1;
+        snprintf(detail, sizeof detail, "offset=%zu dwords=%zu", fills[i].offset, fills[i].count);
+        check("blit-fill", ok && differ == 0, detail);
+    }
+    /* A known pattern in a, through the host. */
+    for (size_t k = 0; k < size; ++k) {
+        expect[k] = (unsigned char)(k * 7u + (k >> 10));
+    }
+    memcpy(host, expect, size);
+    if (!copy(a, c->agents.gpu, host, c->agents.cpu, size)) {
+        check("blit-setup", 0, "host to device");
+        return;
+    }
+    /* Device to device: aligned and not, sizes that leave every phase something. */
+    const struct {
+        size_t src, dst, bytes;
+    } copies[] = {{0, 0, size}, {4, 260, 1234567}, {1, 3, 1048581}, {7, 6, 999}, {0, 17, 5}};
+    unsigned char* want = malloc(size);
+    memset(host, 0xEE, size);
+    if (!want || !copy(b, c->agents.gpu, host, c->agents.cpu, size)) {
+        check("blit-setup", 0, "clearing b");
+        return;
+    }
+    memset(want, 0xEE, size);
+    for (unsigned i = 0; i < sizeof copies / sizeof copies[0]; ++i) {
+        int ok = copy(b + copies[i].dst, c->agents.gpu, a + copies[i].src, c->agents.gpu,
+                      copies[i].bytes);
+        memcpy(want + copies[i].dst, expect + copies[i].src, copies[i].bytes);
+        ok = ok && copy(host, c->agents.cpu, b, c->agents.gpu, size);
+        size_t first_bad = size;
+        for (size_t k = 0; ok && k < size; ++k) {
+            if (host[k] != want[k]) {
+                first_bad = k;
+                break;
+            }
+        }
+        snprintf(detail, sizeof detail, "src+%zu dst+%zu bytes=%zu first_bad=%zd", copies[i].src,
+                 copies[i].dst, copies[i].bytes,
+                 first_bad == size ? (ssize_t)-1 : (ssize_t)first_bad);
+        check("blit-copy-d2d", ok && first_bad == size, detail);
+    }
+    free(want);
+    free(expect);
+    hsa_amd_memory_pool_free(host);
+    hsa_amd_memory_pool_free(a);
+    hsa_amd_memory_pool_free(b);
+}
+
 struct queue_error {
     int reported;
     hsa_status_t status;
@@ -421,6 +501,7 @@ int main(int argc, char** argv) {
     long repeat = 1;
     unsigned wait_ms = 0;
     int do_fault = 0;
+    int do_blits = 0;
     const char* error_cause = NULL;
     int error_callback = 0;
     for (int i = 1; i < argc; ++i) {
@@ -430,6 +511,8 @@ int main(int argc, char** argv) {
             wait_ms = (unsigned)strtoul(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fault") == 0) {
             do_fault = 1;
+        } else if (strcmp(argv[i], "--blits") == 0) {
+            do_blits = 1;
         } else if (strcmp(argv[i], "--queue-error") == 0 && i + 1 < argc) {
             error_cause = argv[++i];
             error_callback = 1;
@@ -437,10 +520,11 @@ int main(int argc, char** argv) {
             error_cause = argv[++i];
             error_callback = 0;
         } else {
-            fprintf(stderr,
-                    "usage: %s [--repeat N] [--wait-ms MS] [--fault] [--queue-error CAUSE] "
-                    "[--queue-error-abort CAUSE]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--fault] [--queue-error CAUSE] "
+                "[--queue-error-abort CAUSE]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -480,6 +564,9 @@ int main(int argc, char** argv) {
         }
         if (wait_ms != 0) {
             long_wait(wait_ms);
+        }
+        if (do_blits) {
+            blits(&c);
         }
         if (do_fault) {
             fault(&c);

@@ -221,6 +221,21 @@ TEST_F(Rocr, GpuFaultEndsTheProgramAsOnAGpu) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
+// ROCr's own blit kernels (hsa_amd_memory_fill, device-to-device copies; with
+// HSA_ENABLE_SDMA=0 every copy) run on the software GPU, recognised from their code.
+TEST_F(Rocr, RocrsBlitKernelsFillAndCopyByteForByte) {
+    for (const char* sdma : {"1", "0"}) {
+        const std::string command = std::string("HSA_ENABLE_SDMA=") + sdma + " exec " +
+                                    XENHSA_ROCR_CHECK_BINARY + " --blits";
+        const Guest g = run_in_guest({"/bin/sh", "-c", command});
+        EXPECT_TRUE(scenario_passed(g.run)) << "HSA_ENABLE_SDMA=" << sdma << "\n" << g.run.out;
+        EXPECT_TRUE(check_held(g.run, "blit-fill")) << g.run.out;
+        EXPECT_TRUE(check_held(g.run, "blit-copy-d2d")) << g.run.out;
+        ASSERT_NE(g.domid, 0u);
+        EXPECT_TRUE(released_within(g.domid));
+    }
+}
+
 // A queue the software GPU stops (an unknown code object, a malformed dispatch, a packet
 // type it does not run) is reported as a GPU's command processor reports it: the error
 // code in the queue's inactive signal, which ROCr turns into the queue's error callback.
