@@ -1,4 +1,7 @@
 // hsaKmt* exports: open/close, version, runtime and per-node state calls.
+#include <time.h>
+
+#include <cstdint>
 #include <cstring>
 #include <xenhsa/frontend/errors.hpp>
 
@@ -6,6 +9,20 @@
 
 using namespace xenhsa::frontend::hsakmt;
 using xenhsa::frontend::Result;
+
+namespace {
+
+constexpr HSAuint64 kNanosecondsPerSecond = 1'000'000'000;
+
+// ROCr's own clock (os::ReadAccurateClock), in nanoseconds.
+uint64_t monotonic_raw_ns() noexcept {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * kNanosecondsPerSecond +
+           static_cast<uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -103,22 +120,37 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetClockCounters(HSAuint32 NodeId, HsaClockCounter
         if (Counters == nullptr || NodeId >= s.topology().nodes.size()) {
             return HSAKMT_STATUS_INVALID_PARAMETER;
         }
-        auto bytes = s.client().query(XENHSA_QUERY_CLOCK, NodeId, 0);
-        if (!bytes) {
-            return to_status(bytes.error());
+        // The GPU's counter is the backend's; the CPU and system counters are this
+        // domain's clock (which ROCr's HSA_SYSTEM_INFO_TIMESTAMP reads), taken halfway
+        // through the round trip, so that ROCr converts GPU timestamps into its own time.
+        // Of a few samples the one with the shortest round trip, whose halfway point is
+        // the closest (a busy host delays some answers by milliseconds).
+        constexpr int kSamples = 4;
+        uint64_t best_trip = UINT64_MAX;
+        for (int i = 0; i < kSamples; ++i) {
+            const uint64_t before = monotonic_raw_ns();
+            auto bytes = s.client().query(XENHSA_QUERY_CLOCK, NodeId, 0);
+            const uint64_t after = monotonic_raw_ns();
+            if (!bytes) {
+                return to_status(bytes.error());
+            }
+            xenhsa_clock_counters c{};
+            if (bytes.value().size() != sizeof c) {
+                return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
+            }
+            std::memcpy(&c, bytes.value().data(), sizeof c);
+            if (c.system_clock_frequency_hz == 0) {
+                return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;  // never 0 (5.2); ROCr asserts
+            }
+            if (after - before < best_trip) {
+                best_trip = after - before;
+                const uint64_t here = before + (after - before) / 2;
+                Counters->GPUClockCounter = c.gpu_clock_counter;
+                Counters->CPUClockCounter = here;
+                Counters->SystemClockCounter = here;
+                Counters->SystemClockFrequencyHz = kNanosecondsPerSecond;
+            }
         }
-        xenhsa_clock_counters c{};
-        if (bytes.value().size() != sizeof c) {
-            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
-        }
-        std::memcpy(&c, bytes.value().data(), sizeof c);
-        if (c.system_clock_frequency_hz == 0) {
-            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;  // never 0 (5.2); ROCr asserts
-        }
-        Counters->GPUClockCounter = c.gpu_clock_counter;
-        Counters->CPUClockCounter = c.cpu_clock_counter;
-        Counters->SystemClockCounter = c.system_clock_counter;
-        Counters->SystemClockFrequencyHz = c.system_clock_frequency_hz;
         return HSAKMT_STATUS_SUCCESS;
     });
 }

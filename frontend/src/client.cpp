@@ -151,10 +151,11 @@ Result<void> Client::handle_notify(const xenhsa_notify& record) {
 
 bool Client::poll_for_responses(Clock::time_point deadline) const noexcept {
     // An answer usually follows its request within microseconds, sooner than a kick and a
-    // wake-up would bring it; the backend is not asked to kick meanwhile. Past the first
-    // few microseconds the worker may be waiting for this very core (more runnable threads
-    // than cores): the poll yields it between looks.
-    constexpr auto kPureSpin = std::chrono::microseconds(5);
+    // wake-up would bring it; the backend is not asked to kick meanwhile. The poll spins
+    // with a CPU pause for at most reply_spin, then the caller blocks on the event channel:
+    // a worker waiting for this very core (more runnable threads than cores) gets it
+    // after reply_spin at the latest. Never a sched_yield: on a busy host it gives the core
+    // away for a whole time slice of every other runnable thread (milliseconds).
     const FrontRing& ring = link_.ring();
     const auto start = Clock::now();
     const auto until = std::min(start + options_.reply_spin, deadline);
@@ -170,11 +171,7 @@ bool Client::poll_for_responses(Clock::time_point deadline) const noexcept {
         if (now >= until) {
             return false;
         }
-        if (now - start < kPureSpin) {
-            xenhsa_cpu_relax();
-        } else {
-            std::this_thread::yield();
-        }
+        xenhsa_cpu_relax();
     }
 }
 

@@ -43,10 +43,11 @@ namespace {
 
 // A completion usually lands within a microsecond of the submit when the agent has a core
 // of its own: spinning that long costs less than a sleep and a wake-up. One that has not
-// come after kSpinTime is likely waiting for this very core (more runnable threads than
-// cores, as with many guests): the wait yields it between polls, then sleeps.
+// come after kSpinTime may be waiting for this very core (more runnable threads than
+// cores, as with many guests): the wait then sleeps, in naps that grow, and so gives the
+// core away at once. Never a sched_yield: on a busy host it gives the core away for a
+// whole time slice of every other runnable thread (milliseconds), not until the answer.
 constexpr auto kSpinTime = std::chrono::microseconds(5);
-constexpr auto kYieldTime = std::chrono::microseconds(95);
 
 }  // namespace
 
@@ -71,10 +72,6 @@ Result<int64_t> signal_wait(const amd_signal_t& signal, hsa_signal_condition_t c
         }
         if (now - start < kSpinTime) {
             xenhsa_cpu_relax();
-            continue;
-        }
-        if (now - start < kSpinTime + kYieldTime) {
-            std::this_thread::yield();
             continue;
         }
         std::this_thread::sleep_for(nap);

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <memory>
 
+#include "amd_queue.hpp"
+#include "clock.hpp"
 #include "rocr_blit_kernels.hpp"
 
 namespace xenhsa::hsa::soft {
@@ -183,8 +185,10 @@ void AqlQueue::dispatch_done(const DispatchJob& job) noexcept {
     if (!halted()) {
         fence_for(job.release_scope(), std::memory_order_release);
         if (job.completion_signal() != 0) {
+            const PacketTimes times{job.start_ts(), clock_now()};
             if (auto fault = complete_signal(agent_.memory, agent_.events, agent_.signals,
-                                             job.completion_signal())) {
+                                             job.completion_signal(),
+                                             job.start_ts() != 0 ? &times : nullptr)) {
                 fail(fault);
             }
         }
@@ -344,6 +348,8 @@ AqlQueue::Step AqlQueue::process(uint64_t read) {
     if (type == HSA_PACKET_TYPE_INVALID) {
         return Step::stall;
     }
+    // Read for each packet, as ROCr may switch it at any time.
+    packet_start_ = profiling_enabled(agent_.memory, held_.memory.rptr) ? clock_now() : 0;
     if (!held_.writable_ring) {
         fail(slot_va(read));  // retiring the packet writes its header: a GPU write to the ring
         return Step::stop;
@@ -405,8 +411,10 @@ AqlQueue::Step AqlQueue::complete(uint16_t header, uint64_t read, uint64_t compl
 AqlQueue::Step AqlQueue::release_and_signal(uint32_t release, uint64_t completion_signal) {
     fence_for(release, std::memory_order_release);
     if (completion_signal != 0) {
+        const PacketTimes times{packet_start_, clock_now()};
         if (auto fault =
-                complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal)) {
+                complete_signal(agent_.memory, agent_.events, agent_.signals, completion_signal,
+                                packet_start_ != 0 ? &times : nullptr)) {
             fail(fault);
             return Step::stop;
         }
@@ -461,8 +469,8 @@ AqlQueue::Step AqlQueue::dispatch(const hsa_kernel_dispatch_packet_t& packet, ui
         retire(read);
         return run_inline(*kernel, *shape, args, packet.completion_signal.handle, release);
     }
-    auto job = std::make_shared<DispatchJob>(*this, *kernel, *shape, args,
-                                             packet.completion_signal.handle, release);
+    auto job = std::make_shared<DispatchJob>(
+        *this, *kernel, *shape, args, packet.completion_signal.handle, release, packet_start_);
 
     if (!wait_inflight_below(agent_.max_inflight)) {
         return Step::stop;

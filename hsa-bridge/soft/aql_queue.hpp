@@ -10,7 +10,9 @@
 // no pool and no in-flight cap; a bigger one goes to the worker pool, up to max_inflight
 // at once); and, once the packet is launched, sets its header back to INVALID and
 // advances the read dispatch id (release). A packet's completion signal is decremented
-// after that, and after its release fence: for a dispatch, when its last workgroup ends.
+// after that, and after its release fence: for a dispatch, when its last workgroup ends;
+// when the queue profiles (amd_queue.hpp), the packet's start and end times are written to
+// the completion signal first.
 // A stop or a fault is seen between the workgroups of an inline dispatch, and a revoke
 // takes the address space between them (rw_lock.hpp).
 //
@@ -117,8 +119,9 @@ private:
     EventId error_event_;
     uint64_t slot_mask_;
     bool active_;
-    uint64_t read_ = 0;       // the processor's read dispatch id
-    uint64_t wptr_seen_ = 0;  // the highest write dispatch id seen
+    uint64_t read_ = 0;          // the processor's read dispatch id
+    uint64_t wptr_seen_ = 0;     // the highest write dispatch id seen
+    uint64_t packet_start_ = 0;  // when the current packet started; 0: not profiled
 
     // Written under mutex_ (the condition variable's waiters check them under it), read
     // without it on the queue's fast path.

@@ -23,13 +23,14 @@ uint64_t chunk_for(const DispatchShape& shape) noexcept {
 
 DispatchJob::DispatchJob(AqlQueue& queue, const BuiltinKernel& kernel, const DispatchShape& shape,
                          std::span<const std::byte> kernarg, uint64_t completion_signal,
-                         uint8_t release_scope) noexcept
+                         uint8_t release_scope, uint64_t start_ts) noexcept
     : queue_(queue),
       kernel_(kernel),
       shape_(shape),
       completion_signal_(completion_signal),
       chunk_(chunk_for(shape)),
-      release_scope_(release_scope) {
+      release_scope_(release_scope),
+      start_ts_(start_ts) {
     std::memcpy(kernarg_.data(), kernarg.data(), std::min(kernarg.size(), kernarg_.size()));
 }
 

@@ -28,12 +28,14 @@ public:
 
     DispatchJob(AqlQueue& queue, const BuiltinKernel& kernel, const DispatchShape& shape,
                 std::span<const std::byte> kernarg, uint64_t completion_signal,
-                uint8_t release_scope) noexcept;
+                uint8_t release_scope, uint64_t start_ts = 0) noexcept;
 
     bool run(const PoolTurn& turn) noexcept override;
 
     [[nodiscard]] uint64_t completion_signal() const noexcept { return completion_signal_; }
     [[nodiscard]] uint8_t release_scope() const noexcept { return release_scope_; }
+    // When the packet started, on the agent's clock; 0 when its queue does not profile.
+    [[nodiscard]] uint64_t start_ts() const noexcept { return start_ts_; }
 
 private:
     AqlQueue& queue_;  // outlives the job's last workgroup (it waits for in-flight jobs)
@@ -43,6 +45,7 @@ private:
     uint64_t completion_signal_;
     uint64_t chunk_;  // workgroups a worker takes at once
     uint8_t release_scope_;
+    uint64_t start_ts_;
     std::atomic<uint64_t> next_{0};
     std::atomic<uint64_t> done_{0};
 };

@@ -11,7 +11,8 @@
 
 namespace xenhsa::hsa::soft {
 
-namespace {
+// Named, not anonymous: its names are the built-ins' too, and unity builds join the files.
+namespace rocr_blit {
 
 // ROCr's kernel object: the header, then the code.
 constexpr uint64_t kCodeOffset = sizeof(amd_kernel_code_t);
@@ -181,25 +182,27 @@ constexpr uint32_t kLongestCode = 496;
 
 constexpr std::array<BuiltinKernel, 3> kKernels{kCopyAligned, kCopyMisaligned, kFill};
 
-}  // namespace
+}  // namespace rocr_blit
 
-std::span<const BuiltinKernel> rocr_kernels() noexcept { return kKernels; }
+std::span<const BuiltinKernel> rocr_kernels() noexcept { return rocr_blit::kKernels; }
 
 const BuiltinKernel* find_rocr_kernel(const AddressSpace& space, uint64_t kernel_object) {
-    if (kernel_object > std::numeric_limits<uint64_t>::max() - kCodeOffset - kLongestCode) {
+    if (kernel_object >
+        std::numeric_limits<uint64_t>::max() - rocr_blit::kCodeOffset - rocr_blit::kLongestCode) {
         return nullptr;
     }
     const auto view = space.view();
     amd_kernel_code_t header{};
     if (!view.slice<Access::read>(kernel_object, sizeof header)
              ->read(0, std::as_writable_bytes(std::span(&header, 1))) ||
-        header.kernel_code_entry_byte_offset != static_cast<int64_t>(kCodeOffset)) {
+        header.kernel_code_entry_byte_offset != static_cast<int64_t>(rocr_blit::kCodeOffset)) {
         return nullptr;
     }
-    std::array<std::byte, kLongestCode> code{};
-    for (const KnownCode& known : kKnownCode) {
+    std::array<std::byte, rocr_blit::kLongestCode> code{};
+    for (const rocr_blit::KnownCode& known : rocr_blit::kKnownCode) {
         const std::span<std::byte> bytes(code.data(), known.bytes);
-        if (!view.slice<Access::read>(kernel_object + kCodeOffset, known.bytes)->read(0, bytes)) {
+        if (!view.slice<Access::read>(kernel_object + rocr_blit::kCodeOffset, known.bytes)
+                 ->read(0, bytes)) {
             continue;
         }
         boost::crc_32_type crc;

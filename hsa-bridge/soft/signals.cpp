@@ -12,7 +12,8 @@ namespace {
 constexpr uint64_t kSignalBytes = sizeof(amd_signal_t);
 static_assert(kSignalBytes == 64 && offsetof(amd_signal_t, value) == 8 &&
               offsetof(amd_signal_t, event_mailbox_ptr) == 16 &&
-              offsetof(amd_signal_t, event_id) == 24);
+              offsetof(amd_signal_t, event_id) == 24 && offsetof(amd_signal_t, start_ts) == 32 &&
+              offsetof(amd_signal_t, end_ts) == 40);
 
 // Atomics need natural alignment; a signal that lacks it is a fault at its address.
 template <Access A>
@@ -23,12 +24,13 @@ SliceOrFault<A> signal_at(const AddressSpace::View& view, uint64_t handle) {
 }  // namespace
 
 std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
-                                  uint64_t handle) {
-    return write_signal(space, events, hub, handle, SignalWrite::decrement, 1);
+                                  uint64_t handle, const PacketTimes* times) {
+    return write_signal(space, events, hub, handle, SignalWrite::decrement, 1, times);
 }
 
 std::optional<Va> write_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
-                               uint64_t handle, SignalWrite how, int64_t operand) {
+                               uint64_t handle, SignalWrite how, int64_t operand,
+                               const PacketTimes* times) {
     uint32_t event_id = 0;
     {
         const auto view = space.view();
@@ -53,6 +55,10 @@ std::optional<Va> write_signal(const AddressSpace& space, EventTable& events, Si
             if (!mailbox) {
                 return slot.fault().value_or(mailbox_va);
             }
+        }
+        if (times != nullptr) {  // before the value: a waiter reads them once it changed
+            (void)signal->store(offsetof(amd_signal_t, start_ts), times->start);
+            (void)signal->store(offsetof(amd_signal_t, end_ts), times->end);
         }
         if (how == SignalWrite::decrement) {
             value->fetch_sub(operand, std::memory_order_release);

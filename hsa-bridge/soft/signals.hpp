@@ -52,14 +52,21 @@ private:
 // The end of a packet: decrement the value (release), then, if the signal asks for it,
 // store its event_id in its mailbox and set the event. Returns the address of a fault
 // (the signal, or its mailbox: then the value is left alone).
+// A packet's start and end on the agent's clock (clock.hpp), written to its completion
+// signal's start_ts and end_ts when the queue profiles (amd_queue.hpp).
+struct PacketTimes {
+    uint64_t start = 0;
+    uint64_t end = 0;
+};
 std::optional<Va> complete_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
-                                  uint64_t handle);
+                                  uint64_t handle, const PacketTimes* times = nullptr);
 
 // The same write with another operation: subtract `operand`, or store it (as a command
 // processor stores an error code in a queue's inactive signal).
 enum class SignalWrite : uint8_t { decrement, store };
 std::optional<Va> write_signal(const AddressSpace& space, EventTable& events, SignalHub& hub,
-                               uint64_t handle, SignalWrite how, int64_t operand);
+                               uint64_t handle, SignalWrite how, int64_t operand,
+                               const PacketTimes* times = nullptr);
 
 enum class BarrierKind : uint8_t { all_zero, any_zero };
 

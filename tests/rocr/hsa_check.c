@@ -18,6 +18,10 @@
  *                                     of sizes that reach every phase of the kernels, each
  *                                     verified byte for byte (run it with HSA_ENABLE_SDMA=0
  *                                     too: every copy is then a blit kernel)
+ *   xenhsa-rocr-check --profile       dispatch and copy times (profiling enabled on the
+ *                                     queue, and for async copies): start <= end, both
+ *                                     within the wall time around them, in ROCr's system
+ *                                     timestamp domain
  *   xenhsa-rocr-check --queue-error CAUSE
  *                                     submits a packet the GPU stops its queue on (CAUSE:
  *                                     code, an unknown code object; dimensions, a dispatch
@@ -145,8 +149,23 @@ struct ctx {
     uint64_t k_fill, k_vector_add;
 };
 
+/* Dispatches on c->queue and waits for `done` (which the caller made, at 1). */
+static int dispatch_signal(struct ctx* c, uint64_t kernel, const void* args, size_t args_size,
+                           uint32_t items, hsa_signal_t done);
+
 static int dispatch(struct ctx* c, uint64_t kernel, const void* args, size_t args_size,
                     uint32_t items) {
+    hsa_signal_t done;
+    if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
+        return 0;
+    }
+    const int ok = dispatch_signal(c, kernel, args, args_size, items, done);
+    hsa_signal_destroy(done);
+    return ok;
+}
+
+static int dispatch_signal(struct ctx* c, uint64_t kernel, const void* args, size_t args_size,
+                           uint32_t items, hsa_signal_t done) {
     void* kernarg = NULL;
     if (!hsa_ok("kernarg allocate",
                 hsa_amd_memory_pool_allocate(c->cpu_pools.kernarg, 4096, 0, &kernarg)) ||
@@ -155,10 +174,6 @@ static int dispatch(struct ctx* c, uint64_t kernel, const void* args, size_t arg
         return 0;
     }
     memcpy(kernarg, args, args_size);
-    hsa_signal_t done;
-    if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
-        return 0;
-    }
     hsa_queue_t* q = c->queue;
     const uint64_t index = hsa_queue_add_write_index_relaxed(q, 1);
     while (index - hsa_queue_load_read_index_scacquire(q) >= q->size) {
@@ -181,7 +196,6 @@ static int dispatch(struct ctx* c, uint64_t kernel, const void* args, size_t arg
     hsa_signal_store_screlease(q->doorbell_signal, (hsa_signal_value_t)index);
     const hsa_signal_value_t left = hsa_signal_wait_scacquire(
         done, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
-    hsa_signal_destroy(done);
     hsa_amd_memory_pool_free(kernarg);
     return left == 0;
 }
@@ -401,6 +415,91 @@ static void blits(struct ctx* c) {
     hsa_amd_memory_pool_free(b);
 }
 
+static uint64_t system_now(void) {
+    uint64_t t = 0;
+    hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, &t);
+    return t;
+}
+
+/* start and end lie in [before, after] (give or take 2 ms of clock conversion) in order. */
+static void check_times(const char* name, uint64_t start, uint64_t end, uint64_t before,
+                        uint64_t after) {
+    uint64_t freq = 0;
+    hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &freq);
+    const uint64_t slack = freq / 500; /* 2 ms */
+    char detail[200];
+    snprintf(detail, sizeof detail,
+             "start=%+.1fus end=%+.1fus after=%+.1fus (from before; %" PRIu64 " Hz)",
+             ((double)start - (double)before) * 1e6 / (double)freq,
+             ((double)end - (double)before) * 1e6 / (double)freq,
+             ((double)after - (double)before) * 1e6 / (double)freq, freq);
+    check(name, start != 0 && start <= end && start + slack >= before && end <= after + slack,
+          detail);
+}
+
+static void profile(struct ctx* c) {
+    float *a = fine_alloc(c, N_ELEMS * 4), *b = fine_alloc(c, N_ELEMS * 4),
+          *v = fine_alloc(c, N_ELEMS * 4);
+    hsa_signal_t done;
+    if (!a || !b || !v || !hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done)) ||
+        !hsa_ok("profiler enable", hsa_amd_profiling_set_profiler_enabled(c->queue, 1))) {
+        return;
+    }
+    struct vector_add_args va = {(uintptr_t)a, (uintptr_t)b, (uintptr_t)v, N_ELEMS};
+    uint64_t before = system_now();
+    const int ok = dispatch_signal(c, c->k_vector_add, &va, sizeof va, N_ELEMS, done);
+    uint64_t after = system_now();
+    hsa_amd_profiling_dispatch_time_t dispatch_time = {0, 0};
+    if (ok && hsa_ok("dispatch time",
+                     hsa_amd_profiling_get_dispatch_time(c->agents.gpu, done, &dispatch_time))) {
+        check_times("profile-dispatch-time", dispatch_time.start, dispatch_time.end, before, after);
+    }
+    hsa_signal_destroy(done);
+
+    /* Copies: host to device (SDMA unless HSA_ENABLE_SDMA=0), device to device (a blit kernel). */
+    void *d1 = NULL, *d2 = NULL;
+    if (!hsa_ok("async copy profiling", hsa_amd_profiling_async_copy_enable(1)) ||
+        !hsa_ok("device allocate",
+                hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, N_ELEMS * 4, 0, &d1)) ||
+        !hsa_ok("device allocate",
+                hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, N_ELEMS * 4, 0, &d2))) {
+        return;
+    }
+    const struct {
+        const char* name;
+        void* dst;
+        hsa_agent_t dst_agent;
+        const void* src;
+        hsa_agent_t src_agent;
+    } copies[] = {{"profile-copy-h2d-time", d1, c->agents.gpu, a, c->agents.cpu},
+                  {"profile-copy-d2d-time", d2, c->agents.gpu, d1, c->agents.gpu}};
+    for (unsigned i = 0; i < 2; ++i) {
+        if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
+            return;
+        }
+        before = system_now();
+        int copied = hsa_ok("async copy", hsa_amd_memory_async_copy(
+                                              copies[i].dst, copies[i].dst_agent, copies[i].src,
+                                              copies[i].src_agent, N_ELEMS * 4, 0, NULL, done));
+        copied = copied &&
+                 hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1,
+                                           10ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED) == 0;
+        after = system_now();
+        hsa_amd_profiling_async_copy_time_t copy_time = {0, 0};
+        if (copied &&
+            hsa_ok("copy time", hsa_amd_profiling_get_async_copy_time(done, &copy_time))) {
+            check_times(copies[i].name, copy_time.start, copy_time.end, before, after);
+        }
+        hsa_signal_destroy(done);
+    }
+    hsa_amd_profiling_async_copy_enable(0);
+    hsa_amd_memory_pool_free(d1);
+    hsa_amd_memory_pool_free(d2);
+    hsa_amd_memory_pool_free(a);
+    hsa_amd_memory_pool_free(b);
+    hsa_amd_memory_pool_free(v);
+}
+
 struct queue_error {
     int reported;
     hsa_status_t status;
@@ -502,6 +601,7 @@ int main(int argc, char** argv) {
     unsigned wait_ms = 0;
     int do_fault = 0;
     int do_blits = 0;
+    int do_profile = 0;
     const char* error_cause = NULL;
     int error_callback = 0;
     for (int i = 1; i < argc; ++i) {
@@ -513,6 +613,8 @@ int main(int argc, char** argv) {
             do_fault = 1;
         } else if (strcmp(argv[i], "--blits") == 0) {
             do_blits = 1;
+        } else if (strcmp(argv[i], "--profile") == 0) {
+            do_profile = 1;
         } else if (strcmp(argv[i], "--queue-error") == 0 && i + 1 < argc) {
             error_cause = argv[++i];
             error_callback = 1;
@@ -520,11 +622,11 @@ int main(int argc, char** argv) {
             error_cause = argv[++i];
             error_callback = 0;
         } else {
-            fprintf(
-                stderr,
-                "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--fault] [--queue-error CAUSE] "
-                "[--queue-error-abort CAUSE]\n",
-                argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
+                    "[--queue-error CAUSE] "
+                    "[--queue-error-abort CAUSE]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -567,6 +669,9 @@ int main(int argc, char** argv) {
         }
         if (do_blits) {
             blits(&c);
+        }
+        if (do_profile) {
+            profile(&c);
         }
         if (do_fault) {
             fault(&c);

@@ -236,6 +236,21 @@ TEST_F(Rocr, RocrsBlitKernelsFillAndCopyByteForByte) {
     }
 }
 
+// Dispatch and copy times as a GPU's command processor and SDMA engine write them, in
+// ROCr's own time: each within the wall time around it, start before end.
+TEST_F(Rocr, ProfiledDispatchesAndCopiesHaveTheirTimes) {
+    for (const char* sdma : {"1", "0"}) {
+        const std::string command = std::string("HSA_ENABLE_SDMA=") + sdma + " exec " +
+                                    XENHSA_ROCR_CHECK_BINARY + " --profile";
+        const Guest g = run_in_guest({"/bin/sh", "-c", command});
+        EXPECT_TRUE(scenario_passed(g.run)) << "HSA_ENABLE_SDMA=" << sdma << "\n" << g.run.out;
+        for (const char* check :
+             {"profile-dispatch-time", "profile-copy-h2d-time", "profile-copy-d2d-time"}) {
+            EXPECT_TRUE(check_held(g.run, check)) << "HSA_ENABLE_SDMA=" << sdma;
+        }
+    }
+}
+
 // A queue the software GPU stops (an unknown code object, a malformed dispatch, a packet
 // type it does not run) is reported as a GPU's command processor reports it: the error
 // code in the queue's inactive signal, which ROCr turns into the queue's error callback.

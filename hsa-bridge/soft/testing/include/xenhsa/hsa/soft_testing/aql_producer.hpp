@@ -219,6 +219,7 @@ struct QueueOptions {
     // The amd_queue_t's queue_inactive_signal (a handle; 0 for none), where the GPU stores
     // the code of an error that stops the queue.
     uint64_t inactive_signal = 0;
+    bool profiling = false;  // ENABLE_PROFILING in the amd_queue_t's queue_properties
 };
 
 // An AQL queue whose ring and amd_queue_t (read/write dispatch ids) live in GPU-mapped
@@ -239,6 +240,8 @@ public:
             kReadOffset;
         *pointers_.at<uint64_t>(offsetof(amd_queue_t, queue_inactive_signal)) =
             options.inactive_signal;
+        *pointers_.at<uint32_t>(offsetof(amd_queue_t, queue_properties)) =
+            options.profiling ? AMD_QUEUE_PROPERTIES_ENABLE_PROFILING : 0;
         QueueSpec spec;
         spec.node = kSoftGpuNode;
         spec.percentage = options.percentage;
