@@ -1,5 +1,6 @@
 #include "queues.hpp"
 
+#include <optional>
 #include <xenhsa/frontend/errors.hpp>
 
 #include "log.hpp"
@@ -110,6 +111,7 @@ Result<void> Queues::create(const QueueSpec& spec, HsaQueueResource& resource) {
         resource.QueueRptrValue = q.rptr;
         resource.QueueWptrValue = q.wptr;
     }
+    q.node = spec.node;
     queues_.emplace(rsp.handle, q);
     log().debug("queue {:#x}: type {} ring [{:#x}, +{:#x}) doorbell {}", rsp.handle, type, q.ring,
                 spec.ring_size, rsp.doorbell_index);
@@ -144,20 +146,25 @@ Result<void> Queues::suspend(HSA_QUEUEID id) const {
         return errc(std::errc::invalid_argument);
     }
     const Queue& q = it->second;
+    // ROCr's own memory, laid out as an amd_queue_t (proto/queue.h). Whoever made the queue
+    // wrote it: each word is read only where this library mapped memory to the queue's GPU,
+    // as the backend reads them.
+    const auto load = [&](uint64_t va, auto type) -> std::optional<decltype(type)> {
+        if (va % sizeof type != 0 || !memory_.gpu_mapped(va, sizeof type, q.node)) {
+            return std::nullopt;
+        }
+        return __atomic_load_n(reinterpret_cast<const decltype(type)*>(va), __ATOMIC_ACQUIRE);
+    };
     if (q.pointers_page == 0) {
-        // ROCr's own memory, laid out as an amd_queue_t (proto/queue.h).
-        const auto offset = __atomic_load_n(
-            reinterpret_cast<const uint32_t*>(q.rptr + XENHSA_AMD_QUEUE_OFFSET_FIELD_AFTER_RPTR),
-            __ATOMIC_RELAXED);
-        const uint64_t signal =
-            offset <= q.rptr
-                ? __atomic_load_n(reinterpret_cast<const uint64_t*>(
-                                      q.rptr - offset + XENHSA_AMD_QUEUE_INACTIVE_SIGNAL_OFFSET),
-                                  __ATOMIC_RELAXED)
-                : 0;
-        if (signal != 0 && __atomic_load_n(reinterpret_cast<const int64_t*>(
-                                               signal + XENHSA_AMD_SIGNAL_VALUE_OFFSET),
-                                           __ATOMIC_ACQUIRE) != 0) {
+        const auto offset = load(q.rptr + XENHSA_AMD_QUEUE_OFFSET_FIELD_AFTER_RPTR, uint32_t{});
+        const auto signal =
+            offset && *offset <= q.rptr
+                ? load(q.rptr - *offset + XENHSA_AMD_QUEUE_INACTIVE_SIGNAL_OFFSET, uint64_t{})
+                : std::nullopt;
+        const auto value = signal && *signal != 0
+                               ? load(*signal + XENHSA_AMD_SIGNAL_VALUE_OFFSET, int64_t{})
+                               : std::nullopt;
+        if (value && *value != 0) {
             log().debug("queue {:#x}: suspended (the device stopped it on an error)", id);
             return boost::outcome_v2::success();
         }

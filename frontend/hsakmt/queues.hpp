@@ -53,6 +53,7 @@ private:
         uint64_t rptr = 0;
         uint64_t wptr = 0;
         uint64_t pointers_page = 0;  // SDMA: ours
+        uint32_t node = 0;
     };
 
     void unhold(const Queue& q) noexcept;
