@@ -164,9 +164,12 @@ private:
     aql::AqlQueue queue_;
 };
 
-// HELLO with the GPU feature granted, and the node to run on.
-inline std::optional<uint32_t> open_gpu(Harness& h, Report& report, const GpuOptions& gpu) {
-    if (!h.open() || !h.require(XENHSA_FEATURE_GPU, "gpu")) {
+// HELLO with the GPU feature granted (and SDMA's if `sdma`), and the node to run on.
+inline std::optional<uint32_t> open_gpu(Harness& h, Report& report, const GpuOptions& gpu,
+                                        bool sdma = false) {
+    if (!h.open(XENHSA_FEATURES_V1 | (sdma ? XENHSA_FEATURE_SDMA : 0)) ||
+        !h.require(XENHSA_FEATURE_GPU, "gpu") ||
+        (sdma && !h.require(XENHSA_FEATURE_SDMA, "sdma"))) {
         return std::nullopt;
     }
     if (gpu.node) {

@@ -187,6 +187,10 @@ int main(int argc, char** argv) {
                         "a kernel reads far out of bounds: GPU_FAULT, the queue's error event, "
                         "QUEUE_DESTROY of the stopped queue",
                         [&] { return run_fault(global, gpu); }));
+    gpu_options(command("sdma-hang",
+                        "an SDMA packet no engine decodes, on a queue without an error event: "
+                        "GPU_FAULT with the hang flag, QUEUE_DESTROY of the stopped queue",
+                        [&] { return run_sdma_hang(global, gpu); }));
 
     LoadOptions load;
     auto* load_cmd = command("load",

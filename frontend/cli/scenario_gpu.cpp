@@ -11,6 +11,7 @@
 #include <vector>
 #include <xenhsa/frontend/aql_queue.hpp>
 #include <xenhsa/frontend/errors.hpp>
+#include <xenhsa/frontend/sdma_queue.hpp>
 
 #include "gpu_rig.hpp"
 #include "harness.hpp"
@@ -303,6 +304,38 @@ int run_fault(const GlobalOptions& options, const GpuOptions& gpu) {
     }
     rig.teardown(1);  // QUEUE_DESTROY must succeed on a stopped queue (10.2.1)
     report.check("error-event-destroy", client.event_destroy(event));
+    report.check("backend-alive", h.device().check_backend());
+    return report.finish();
+}
+
+int run_sdma_hang(const GlobalOptions& options, const GpuOptions& gpu) {
+    Report report("sdma-hang");
+    Harness h(options, report);
+    const auto node = open_gpu(h, report, gpu, /*sdma=*/true);
+    if (!node) {
+        return report.finish();
+    }
+    Client& client = h.client();
+    sdma::QueueOptions q;
+    q.node = *node;
+    auto queue = sdma::SdmaQueue::create(client, q);
+    if (report.check("sdma-queue-create", queue)) {
+        const Handle handle = queue.value().handle();
+        // An opcode no gfx9 SDMA engine decodes, on a queue without an error event (as
+        // ROCr's): the engine hangs there, and the guest hears of it as of a GPU's hang.
+        const uint32_t bad[] = {0x3F, 0, 0, 0};
+        if (report.check("sdma-submit", queue.value().submit(bad, h.timeout()))) {
+            auto notice = client.wait_notification(XENHSA_NOTIFY_GPU_FAULT, handle, h.timeout());
+            if (report.check("gpu-hang-notified", notice)) {
+                report.check(
+                    "gpu-hang-flag",
+                    notice.value().arg1 == XENHSA_GPU_FAULT_HANG && notice.value().arg0 == 0,
+                    fmt::format("arg0={:#x} arg1={}", notice.value().arg0, notice.value().arg1));
+            }
+            report.check("client-knows-faulted", client.faulted(handle));
+        }
+        report.check("queue-destroy", queue.value().destroy());
+    }
     report.check("backend-alive", h.device().check_backend());
     return report.finish();
 }

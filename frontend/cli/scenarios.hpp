@@ -73,6 +73,7 @@ int run_saxpy(const GlobalOptions& options, const GpuOptions& gpu);
 int run_fill_checksum(const GlobalOptions& options, const GpuOptions& gpu);
 int run_barrier_chain(const GlobalOptions& options, const GpuOptions& gpu);
 int run_fault(const GlobalOptions& options, const GpuOptions& gpu);
+int run_sdma_hang(const GlobalOptions& options, const GpuOptions& gpu);
 
 // One guest keeping its worker busy: big fills on many queues, pending waits, SDMA
 // copies, a fault, and queues destroyed with work running (scenario_load.cpp).

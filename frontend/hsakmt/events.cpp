@@ -132,6 +132,7 @@ void Events::fill_memory_faults(std::span<HsaEvent* const> events) {
     for (const xenhsa_notify& record : client_.take_notifications()) {
         if (record.type == XENHSA_NOTIFY_GPU_FAULT) {
             last_fault_ = record.arg0;
+            last_fault_hang_ = (record.arg1 & XENHSA_GPU_FAULT_HANG) != 0;
         }
     }
     if (!last_fault_) {
@@ -148,7 +149,14 @@ void Events::fill_memory_faults(std::span<HsaEvent* const> events) {
         fault = HsaMemoryAccessFault{};
         fault.NodeId = topology_.first_gpu();
         fault.VirtualAddress = *last_fault_;
-        fault.Failure.NotPresent = 1;  // the GPU may not reach that address
+        if (last_fault_hang_) {
+            // A queue hung: what KFD reports of a GPU's hang recovery (ROCr: "Generic hang
+            // recovery"), no address.
+            fault.Failure.ErrorType = 3;
+            fault.Failure.Imprecise = 1;
+        } else {
+            fault.Failure.NotPresent = 1;  // the GPU may not reach that address
+        }
         fault.Flags = HSA_EVENTID_MEMORY_FATAL_PROCESS;
     }
 }

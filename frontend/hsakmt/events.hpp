@@ -67,6 +67,7 @@ private:
     std::map<const HsaEvent*, Entry> events_;
     uint64_t page_ = 0;                   // the events page (allocated on first use)
     std::optional<uint64_t> last_fault_;  // address of the last GPU_FAULT notification
+    bool last_fault_hang_ = false;        // ... which reported a hung queue
     std::vector<bool> slots_;
 };
 

@@ -55,6 +55,9 @@ Result<uint64_t> Memory::mask_of(std::span<const uint32_t> nodes) const {
 }
 
 Result<void> Memory::fill_system(Allocation& a) {
+    if (lend_system_) {
+        return fill_lent(a);
+    }
     const bool writable = a.flags.ui32.ReadOnly == 0;
     for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
         const auto pages = static_cast<std::size_t>(std::min(kChunkBytes, a.size - off) / kPage);
@@ -69,7 +72,47 @@ Result<void> Memory::fill_system(Allocation& a) {
         }
         a.maps.push_back(handle.value());
     }
-    uint32_t pin_flags = writable ? 0u : XENHSA_PIN_READ_ONLY;
+    auto pinned = pin_system(a);
+    if (pinned || status_of(pinned.error()) != XENHSA_STATUS_UNSUPPORTED) {
+        return pinned;
+    }
+    // The backend's kernel cannot pin this domain's grant mappings: from now on system
+    // memory is the backend's pages, lent at the same VA.
+    refused_once("PIN of granted guest pages",
+                 "the backend's kernel cannot pin grant mappings for the GPU (a PV dom0); "
+                 "system memory is lent by the backend instead (within its lend quota)",
+                 spdlog::level::info);
+    for (auto it = a.maps.rbegin(); it != a.maps.rend(); ++it) {
+        if (auto r = client_.unmap(*it); !r) {
+            return r;
+        }
+    }
+    a.maps.clear();
+    for (GuestBuffer& chunk : a.chunks) {
+        if (!chunk.release()) {
+            return std::error_code(Errc::backend_broken);
+        }
+    }
+    a.chunks.clear();
+    lend_system_ = true;
+    return fill_lent(a);
+}
+
+Result<void> Memory::fill_lent(Allocation& a) {
+    const bool writable = a.flags.ui32.ReadOnly == 0;
+    for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
+        const auto pages = static_cast<uint32_t>(std::min(kChunkBytes, a.size - off) / kPage);
+        auto lent = client_.lend_at(a.va + off, pages, writable);
+        if (!lent) {
+            return lent.error();
+        }
+        a.lent.push_back(std::move(lent.value()));
+    }
+    return pin_system(a);
+}
+
+Result<void> Memory::pin_system(Allocation& a) {
+    uint32_t pin_flags = a.flags.ui32.ReadOnly != 0 ? XENHSA_PIN_READ_ONLY : 0u;
     pin_flags |= a.flags.ui32.CoarseGrain != 0 ? XENHSA_PIN_COARSE_GRAIN : 0u;
     auto pin = client_.pin(a.va, a.size, pin_flags);
     if (!pin) {
@@ -77,6 +120,19 @@ Result<void> Memory::fill_system(Allocation& a) {
     }
     a.pin = pin.value();
     return boost::outcome_v2::success();
+}
+
+bool Memory::release_lent(Allocation& a) noexcept {
+    bool ok = true;
+    for (auto it = a.lent.rbegin(); it != a.lent.rend(); ++it) {
+        it->mapping.reset();  // the range stays reserved PROT_NONE
+        if (auto r = client_.unmap(it->handle); !r) {
+            log().error("giving back lent memory at {:#x}: {}", it->va, r.error().message());
+            ok = false;
+        }
+    }
+    a.lent.clear();
+    return ok;
 }
 
 Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
@@ -169,6 +225,10 @@ bool Memory::release_backend(Allocation& a) noexcept {
         step(client_.unmap(*it));
     }
     a.maps.clear();
+    // Lent pages a live queue holds stay lent and mapped until it goes (drop).
+    if (a.holds == 0 && !release_lent(a)) {
+        ok = false;
+    }
     if (a.alloc != 0) {
         step(client_.free(a.alloc));
         a.alloc = 0;
@@ -184,7 +244,7 @@ void Memory::drop(std::map<uint64_t, Allocation>::iterator it) noexcept {
         a.freed = true;
         return;
     }
-    bool pages_back = true;
+    bool pages_back = release_lent(a);
     for (GuestBuffer& chunk : a.chunks) {
         if (!chunk.release()) {
             pages_back = false;  // the backend still maps them: left to the hypervisor

@@ -3,7 +3,9 @@
 //
 //   system (CPU node)   guest pages granted at their VA, MAPped (one MAP per 208 MiB
 //                       chunk, indirect grants past 52 pages) and PINned once; MAP_TO_GPU
-//                       on hsaKmtMapMemoryToGPU(Nodes).
+//                       on hsaKmtMapMemoryToGPU(Nodes). Where the backend's kernel cannot
+//                       pin grant mappings (a PV dom0: PIN answers UNSUPPORTED), the
+//                       backend's pages LENT at the VA instead, chunk by chunk, and PINned.
 //   device (GPU node)   ALLOC DEVICE_LOCAL at a VA the guest keeps PROT_NONE: a guest CPU
 //                       cannot reach device memory through Xen, so HostAccess is refused.
 //   scratch (GPU node)  a VA reservation only (ROCr reserves 4 GiB); a sub-range mapped to
@@ -73,6 +75,7 @@ private:
         HsaMemFlags flags{};
         std::vector<GuestBuffer> chunks;  // system
         std::vector<Handle> maps;         // system: one MAP per chunk
+        std::vector<LentBuffer> lent;     // system where grants cannot be pinned
         Handle pin = 0;                   // system
         Handle alloc = 0;                 // device
         uint64_t gpu_mask = 0;            // nodes it is mapped to
@@ -86,6 +89,10 @@ private:
 
     Allocation* find(uint64_t va) noexcept;  // the allocation containing va
     Result<void> fill_system(Allocation& a);
+    Result<void> fill_lent(Allocation& a);
+    Result<void> pin_system(Allocation& a);
+    // The guest's mappings of lent pages, then their LENDs; false if the backend failed.
+    bool release_lent(Allocation& a) noexcept;
     Result<void> map_handle(Allocation& a, Handle handle, uint64_t mask);
     // The backend releases in teardown order; false if the backend failed (then the pages
     // and the VA stay out of use).
@@ -96,6 +103,7 @@ private:
     Client& client_;
     const Topology& topology_;
     std::map<uint64_t, Allocation> allocs_;  // by VA
+    bool lend_system_ = false;               // the backend cannot pin grant mappings
 };
 
 }  // namespace xenhsa::frontend::hsakmt

@@ -139,22 +139,37 @@ Result<LentBuffer> Client::lend(uint32_t npages, bool writable) {
     if (!va) {
         return va.error();
     }
-    const xenhsa_lend_req req{va.value(), npages, writable ? XENHSA_MAP_RW : 0u};
+    const std::size_t lends_before = lends_.size();
+    auto lent = lend_at(va.value(), npages, writable);
+    if (!lent && lends_.size() == lends_before) {
+        (void)allocator_.release(va.value(), bytes);  // no LEND left at it
+    }
+    return lent;
+}
+
+Result<LentBuffer> Client::lend_at(uint64_t va, uint32_t npages, bool writable) {
+    if (!session_) {
+        return Errc::not_connected;
+    }
+    if (npages == 0 || npages > XENHSA_MAP_MAX_PAGES || va % XENHSA_PAGE_SIZE != 0 ||
+        !reservation_.contains(va, uint64_t{npages} * XENHSA_PAGE_SIZE)) {
+        return sys_error(EINVAL);
+    }
+    const xenhsa_lend_req req{va, npages, writable ? XENHSA_MAP_RW : 0u};
     auto reply = expect_ok(XENHSA_CMD_LEND, bytes_of(req));
     if (!reply) {
-        (void)allocator_.release(va.value(), bytes);
         return reply.error();
     }
     const auto rsp = reply.value().payload.as<xenhsa_lend_rsp>();
     if (auto added = add_handle(rsp.handle, HandleKind::lend); !added) {
         return added.error();
     }
-    lends_.emplace(rsp.handle, LendInfo{va.value(), npages});
+    lends_.emplace(rsp.handle, LendInfo{va, npages});
 
-    // From here a failure gives the LEND back (and the VA with it).
+    // From here a failure gives the LEND back; the VA stays the caller's.
     auto give_back = [&](std::error_code err) -> std::error_code {
         if (!broken_) {
-            (void)unmap_handle(rsp.handle, true);  // nothing is mapped at the VA yet
+            (void)unmap_handle(rsp.handle, false);  // nothing is mapped at the VA yet
         }
         return err;
     };
@@ -179,13 +194,13 @@ Result<LentBuffer> Client::lend(uint32_t npages, bool writable) {
         refs = inline_refs(rsp);
     }
     auto mapping = mapper_.map({link_.backend_domid(), refs, writable,
-                                reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va.value()))});
+                                reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
     if (!mapping) {
         return give_back(mapping.error());
     }
     LentBuffer lent;
     lent.handle = rsp.handle;
-    lent.va = va.value();
+    lent.va = va;
     lent.npages = npages;
     lent.writable = writable;
     lent.mapping = std::move(mapping.value());

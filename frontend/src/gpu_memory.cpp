@@ -43,17 +43,37 @@ Result<GpuMemory> GpuMemory::create(Client& client, std::size_t pages, uint32_t 
         return undo(map.error());
     }
     memory.map_ = map.value();
-    auto pin = client.pin(memory.va(), memory.size(), 0);
-    if (!pin) {
-        return undo(pin.error());
+    auto pinned = memory.pin_and_map(client, node);
+    if (pinned || status_of(pinned.error()) != XENHSA_STATUS_UNSUPPORTED || memory.pin_ != 0) {
+        return pinned ? Result<GpuMemory>(std::move(memory)) : undo(pinned.error());
     }
-    memory.pin_ = pin.value();
-    auto gpu = client.map_to_gpu(memory.pin_, uint64_t{1} << node, 0);
-    if (!gpu) {
-        return undo(gpu.error());
+    // The backend's kernel cannot pin grant mappings: take its pages, lent.
+    if (auto r = memory.release(client); !r) {
+        return r.error();
     }
-    memory.gpu_mapped_ = true;
+    auto lent = client.lend(static_cast<uint32_t>(pages), true);
+    if (!lent) {
+        return lent.error();
+    }
+    memory.lent_ = std::move(lent.value());
+    if (auto r = memory.pin_and_map(client, node); !r) {
+        return undo(r.error());
+    }
     return memory;
+}
+
+Result<void> GpuMemory::pin_and_map(Client& client, uint32_t node) {
+    auto pin = client.pin(va(), size(), 0);
+    if (!pin) {
+        return pin.error();
+    }
+    pin_ = pin.value();
+    auto gpu = client.map_to_gpu(pin_, uint64_t{1} << node, 0);
+    if (!gpu) {
+        return gpu.error();
+    }
+    gpu_mapped_ = true;
+    return boost::outcome_v2::success();
 }
 
 Result<std::byte*> GpuMemory::carve(std::size_t bytes, std::size_t align) {
@@ -87,6 +107,12 @@ Result<void> GpuMemory::release(Client& client) {
             return r;
         }
         map_ = 0;
+    }
+    if (lent_.handle != 0) {
+        if (auto r = client.unmap(lent_); !r) {
+            return r;
+        }
+        lent_ = LentBuffer{};
     }
     buffer_.reset();
     used_ = 0;

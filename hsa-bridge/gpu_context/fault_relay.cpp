@@ -40,21 +40,21 @@ void FaultRelay::on_fault(const GpuFault& fault) noexcept {
                            [&fault](const Live& entry) { return entry.queue == fault.queue; });
     if (it != live_.end() && !it->reported) {
         it->reported = true;
-        call(it->handle, fault.address);
+        call(it->handle, fault.address, fault.hang);
     }
 }
 
 void FaultRelay::report(Handle handle, Va address) noexcept {
     std::lock_guard lock(mutex_);
-    call(handle, address);
+    call(handle, address, false);
 }
 
-void FaultRelay::call(Handle handle, Va address) noexcept {
+void FaultRelay::call(Handle handle, Va address, bool hang) noexcept {
     if (!callback_) {
         return;
     }
     try {
-        callback_(handle, address);
+        callback_(handle, address, hang);
     } catch (const std::exception& e) {
         spdlog::error("gpu context: QueueLost callback threw: {}", e.what());
     } catch (...) {

@@ -37,7 +37,7 @@ private:
         bool reported = false;
     };
 
-    void call(Handle handle, Va address) noexcept;  // with mutex_ held
+    void call(Handle handle, Va address, bool hang) noexcept;  // with mutex_ held
 
     std::mutex mutex_;
     std::vector<Live> live_;

@@ -14,8 +14,9 @@
 //    works where grant mappings are ordinary pages (a PVH or HVM dom0 or driver domain:
 //    gntdev maps ballooned pages with vm_map_pages_zero; and xenhsa-sim's memfd pages). In
 //    a PV dom0 gntdev maps grants with special PTEs, which the kernel may not pin: the
-//    USERPTR is refused (EFAULT), and guest memory the GPU reaches must be LEND pages there
-//    (the worker's own pages, mapped into the guest), which a USERPTR always pins.
+//    USERPTR is refused (EFAULT; the guest's PIN gets UNSUPPORTED), and guest memory the
+//    GPU reaches is then LEND pages (the worker's own pages at the same VA, mapped into
+//    the guest), which a USERPTR always pins: the guest libraries switch to them.
 //  - An ALLOC is a VRAM BO (device-local) or a GTT BO at the guest VA, where the worker
 //    holds a PROT_NONE reservation; the kernel needs no CPU mapping of it.
 //  - A MAP_TO_GPU maps the BO on the nodes' GPUs; KFD has no read-only mapping of a
@@ -40,7 +41,8 @@
 // and node) and, where the kernel lets the thunk create one, a HW_EXCEPTION event. KFD
 // does not say which queue faulted, so a memory fault is reported once for every live
 // queue on the faulting node (a non-XNACK VM fault stops the process's queues there), and
-// a hardware exception for every live queue, with address 0. Not wired: per-queue
+// a hardware exception (KFD's reset of a hung GPU) for every live queue as a hang, with
+// address 0. Not wired: per-queue
 // exception codes (ErrorReason / the CWSR header; QueueSpec has no ErrorReason), debug
 // trap events, RAS events.
 #ifndef XENHSA_HSA_HSAKMT_DEVICE_IMPL_HPP
@@ -48,6 +50,7 @@
 
 #include <xenhsa/hsa/hsakmt_include.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -131,7 +134,7 @@ private:
     void start_fault_thread();
     void stop_fault_thread() noexcept;
     void fault_loop() noexcept;
-    void report_faults(bool any_node, uint32_t node, Va address) noexcept;
+    void report_faults(bool any_node, uint32_t node, Va address, bool hang) noexcept;
     void release_everything() noexcept;
 
     mutable std::mutex mutex_;  // the maps below; never held across a blocking thunk call
@@ -149,7 +152,8 @@ private:
     HsaEvent* memory_event_ = nullptr;
     HsaEvent* exception_event_ = nullptr;
     HsaEvent* stop_event_ = nullptr;
-    bool fault_thread_started_ = false;  // by the first set_fault_handler with a handler
+    bool fault_thread_started_ = false;         // by the first set_fault_handler with a handler
+    std::atomic<bool> told_unpinnable_{false};  // the kernel refused a grant mapping once
     std::thread fault_thread_;
 };
 

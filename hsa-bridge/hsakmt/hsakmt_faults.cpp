@@ -100,18 +100,22 @@ void HsakmtDevice::fault_loop() noexcept {
             const HSAuint32 node = fault.NodeId;
             const HSAuint64 address = fault.VirtualAddress;
             hsaKmtResetEvent(memory_event_);
-            spdlog::warn("hsakmt: GPU memory fault on node {} at {:#x}", node, address);
-            report_faults(false, node, address);
+            // ErrorType 3 (KFD_MEM_ERR_GPU_HANG): a hang's recovery, no fault address.
+            const bool hang = fault.Failure.ErrorType == 3;
+            spdlog::warn("hsakmt: GPU memory fault on node {} at {:#x}{}", node, address,
+                         hang ? " (hang recovery)" : "");
+            report_faults(false, node, address, hang);
         }
         if (exception_event_ != nullptr && poll_event(exception_event_)) {
             hsaKmtResetEvent(exception_event_);
-            spdlog::warn("hsakmt: GPU hardware exception");
-            report_faults(true, 0, 0);
+            // KFD's reset of a hung GPU (kfd_signal_reset_event): every queue is gone.
+            spdlog::warn("hsakmt: GPU hardware exception (reset)");
+            report_faults(true, 0, 0, true);
         }
     }
 }
 
-void HsakmtDevice::report_faults(bool any_node, uint32_t node, Va address) noexcept {
+void HsakmtDevice::report_faults(bool any_node, uint32_t node, Va address, bool hang) noexcept {
     std::vector<QueueId> stopped;
     try {
         std::lock_guard lock(mutex_);
@@ -129,7 +133,7 @@ void HsakmtDevice::report_faults(bool any_node, uint32_t node, Va address) noexc
     for (QueueId id : stopped) {
         if (fault_handler_) {
             try {
-                fault_handler_(GpuFault{id, address});
+                fault_handler_(GpuFault{id, address, hang});
             } catch (...) {
                 spdlog::error("hsakmt: the fault handler threw");
             }

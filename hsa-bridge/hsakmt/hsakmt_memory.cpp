@@ -63,13 +63,13 @@ Result<void> HsakmtDevice::register_user(Va va, uint64_t size, bool read_only) {
     bo.executable = true;
     auto handle = kfd_.alloc(gpus_.begin()->second, va, size, bo);
     if (!handle) {
-        if (handle.error() == std::errc::bad_address) {
+        if (handle.error() == std::errc::bad_address && !told_unpinnable_.exchange(true)) {
             // hmm_range_fault refused the pages: in a PV dom0 gntdev maps grants with
             // special PTEs (docs/real-hardware.md). Guest memory the GPU reaches must be
             // LEND pages there, which are the worker's own.
             spdlog::warn(
                 "hsakmt: the kernel cannot pin {:#x}+{:#x} for the GPU (EFAULT: a grant "
-                "mapping in a PV dom0?)",
+                "mapping in a PV dom0?); the guest is told UNSUPPORTED and uses LENDs",
                 va, size);
         }
         return handle.error();

@@ -322,9 +322,10 @@ void SoftAgent::set_fault_handler(FaultHandler handler) {
     fault_handler_ = std::move(handler);
 }
 
-void SoftAgent::queue_failed(QueueId queue, EventId error_event, std::optional<Va> fault) noexcept {
+void SoftAgent::queue_failed(QueueId queue, EventId error_event, std::optional<Va> fault,
+                             bool hang) noexcept {
     // The handler first: whoever wakes on the error event finds the fault reported.
-    if (fault) {
+    if (fault || hang) {
         try {
             FaultHandler handler;
             {
@@ -332,7 +333,7 @@ void SoftAgent::queue_failed(QueueId queue, EventId error_event, std::optional<V
                 handler = fault_handler_;
             }
             if (handler) {
-                handler(GpuFault{queue, *fault});
+                handler(GpuFault{queue, fault.value_or(0), hang});
             }
         } catch (...) {  // a throwing handler loses its report, not the agent
         }
@@ -340,7 +341,7 @@ void SoftAgent::queue_failed(QueueId queue, EventId error_event, std::optional<V
     if (error_event != 0) {
         (void)events_.set(error_event);  // ENOENT: the guest destroyed it meanwhile
     }
-    if (fault) {
+    if (fault || hang) {
         events_.set_memory_events();
     }
 }

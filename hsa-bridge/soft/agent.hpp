@@ -64,8 +64,8 @@ public:
     }
 
 private:
-    void queue_failed(QueueId queue, EventId error_event,
-                      std::optional<Va> fault) noexcept override;
+    void queue_failed(QueueId queue, EventId error_event, std::optional<Va> fault,
+                      bool hang) noexcept override;
     void adopt_thread(std::thread thread) noexcept override;
     Result<QueueId> make_queue(const QueueSpec& spec);
 

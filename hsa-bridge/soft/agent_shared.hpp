@@ -22,9 +22,10 @@ namespace xenhsa::hsa::soft {
 class QueueErrorSink {
 public:
     // A queue stopped on an error: a GPU page fault at `fault`, or (nullopt) an invalid
-    // packet or a device failure. Called once per queue, on the queue's thread.
-    virtual void queue_failed(QueueId queue, EventId error_event,
-                              std::optional<Va> fault) noexcept = 0;
+    // packet or a device failure; `hang`: one nothing else reports (GpuFault::hang).
+    // Called once per queue, on the queue's thread.
+    virtual void queue_failed(QueueId queue, EventId error_event, std::optional<Va> fault,
+                              bool hang) noexcept = 0;
     // A queue destroyed from its own thread (by the fault handler) hands that thread
     // over: it still returns through queue_failed, so the agent joins it before it goes.
     virtual void adopt_thread(std::thread thread) noexcept = 0;

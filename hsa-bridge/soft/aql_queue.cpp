@@ -271,7 +271,7 @@ void AqlQueue::run() noexcept {
     }
     if (failed) {
         // Last: the handler may destroy this queue.
-        agent_.errors.queue_failed(id_, error_event_, fault);
+        agent_.errors.queue_failed(id_, error_event_, fault, false);
     }
 }
 

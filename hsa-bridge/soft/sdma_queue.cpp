@@ -108,7 +108,10 @@ void SdmaQueue::run() noexcept {
     }
     if (failed) {
         // Last: the handler may destroy this queue.
-        agent_.errors.queue_failed(id_, error_event_, fault);
+        // An error no event of the queue reports would leave its users waiting: what an
+        // engine does on a packet it cannot decode, a hang (an AQL queue raises its
+        // amd_queue_t's inactive signal instead).
+        agent_.errors.queue_failed(id_, error_event_, fault, !fault && error_event_ == 0);
     }
 }
 

@@ -153,12 +153,22 @@ int KfdProcess::wait_events(void* arg) {
         fault = last_fault_;
     }
     for (uint32_t i = 0; i < a.num_events; ++i) {
-        if (types[i] == KFD_IOC_EVENT_MEMORY && (fired.value() & (1u << i)) != 0 && fault) {
+        if ((fired.value() & (1u << i)) == 0 || !fault) {
+            continue;
+        }
+        if (types[i] == KFD_IOC_EVENT_MEMORY && !fault->hang) {
             auto& m = data[i].memory_exception_data;
             std::memset(&m, 0, sizeof m);
             m.failure.NotPresent = 1;
             m.va = fault->address;
             m.gpu_id = kGpuId;
+        } else if (types[i] == KFD_IOC_EVENT_HW_EXCEPTION && fault->hang) {
+            auto& h = data[i].hw_exception_data;  // kfd_signal_reset_event's
+            std::memset(&h, 0, sizeof h);
+            h.reset_type = KFD_HW_EXCEPTION_WHOLE_GPU_RESET;
+            h.reset_cause = KFD_HW_EXCEPTION_GPU_HANG;
+            h.memory_lost = 1;
+            h.gpu_id = kGpuId;
         }
     }
     return 0;

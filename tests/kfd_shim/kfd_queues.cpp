@@ -1,6 +1,7 @@
 // Queues (kfd_chardev.c kfd_ioctl_create_queue, set_queue_properties_from_user) run by
 // the software agent, and what stops them: a VM fault stops every queue of the process on
-// the GPU (kfd_dqm_evict_pasid, no restore), an eviction those over the evicted BO.
+// the GPU (kfd_dqm_evict_pasid, no restore), a hung queue every queue (a GPU reset), an
+// eviction those over the evicted BO.
 #include <linux/kfd_ioctl.h>
 
 #include <bit>
@@ -173,7 +174,7 @@ int KfdProcess::update_queue(void* arg) {
     return err;
 }
 
-// Called on the queue's own thread: the VM fault is recorded and the other queues are
+// Called on the queue's own thread: the VM fault (or hang) is recorded and the other queues are
 // stopped by the evictor thread (a queue cannot join itself; and mutex_ may be held by a
 // caller that waits for this thread).
 void KfdProcess::on_gpu_fault(const hsa::GpuFault& fault) {
@@ -215,10 +216,15 @@ void KfdProcess::evict_on_faults(std::stop_token stop) {
                 stopped += std::to_string(id);
             }
         }
-        call_log().line("kfd VM_FAULT address=" + hex(fault.address) +
+        // A hung queue: the kernel's reset of the GPU (amdgpu_device_gpu_recover ->
+        // kfd_signal_reset_event) takes every queue and signals the HW_EXCEPTION events
+        // only (cause GPU_HANG); a VM fault signals the MEMORY events.
+        call_log().line(std::string(fault.hang ? "kfd GPU_RESET cause=hang"
+                                               : "kfd VM_FAULT address=" + hex(fault.address)) +
                         " stops queues=" + (stopped.empty() ? "none" : stopped));
+        const uint32_t signalled = fault.hang ? KFD_IOC_EVENT_HW_EXCEPTION : KFD_IOC_EVENT_MEMORY;
         for (const auto& [id, event] : events_) {
-            if (event.type == KFD_IOC_EVENT_MEMORY) {
+            if (event.type == signalled) {
                 (void)gpu_->set_event(event.agent);
             }
         }

@@ -23,13 +23,13 @@ GpuCommands::GpuCommands(boost::asio::io_context& io, hsa::GpuContext* gpu,
     }
     auto executor = io.get_executor();
     gpu_->on_queue_lost(
-        [handoff = handoff_, executor, self = this](hsa::Handle queue, hsa::Va address) {
+        [handoff = handoff_, executor, self = this](hsa::Handle queue, hsa::Va address, bool hang) {
             std::lock_guard<std::mutex> hold(handoff->lock);
             if (!handoff->open) {
                 return;
             }
             if (handoff->lost.size() < handoff->lost.capacity()) {
-                handoff->lost.emplace_back(queue, address);
+                handoff->lost.push_back(GpuHandoff::Lost{queue, address, hang});
             }
             // On the loop thread (a revoke, a teardown) the caller drains right afterwards.
             if (!executor.running_in_this_thread()) {
@@ -50,7 +50,7 @@ GpuCommands::~GpuCommands() {
 
 Reply GpuCommands::pin(const xenhsa_pin_req& req, uint32_t seqno) {
     const auto fail = [&](uint32_t status) { return make_reply(XENHSA_CMD_PIN, seqno, status); };
-    // The range must lie in this guest's MAPs, writable ones unless READ_ONLY.
+    // The range must lie in this guest's MAPs and LENDs, writable ones unless READ_ONLY.
     const bool need_writable = (req.flags & XENHSA_PIN_READ_ONLY) == 0;
     if (const uint32_t covered = parts_.map_revoke.coverage_status(req.va, req.size, need_writable);
         covered != XENHSA_STATUS_OK) {
@@ -61,7 +61,11 @@ Reply GpuCommands::pin(const xenhsa_pin_req& req, uint32_t seqno) {
     }
     auto pinned = gpu_->pin(req.va, req.size, req.flags);
     if (!pinned) {
-        return fail(seam_status(Seam::gpu, pinned.error()));
+        // The range is mapped (checked above): EFAULT is a kernel that cannot pin grant
+        // mappings (a PV dom0's gntdev PTEs). GPU memory must be LENDs on this host.
+        return fail(pinned.error() == std::errc::bad_address
+                        ? uint32_t{XENHSA_STATUS_UNSUPPORTED}
+                        : seam_status(Seam::gpu, pinned.error()));
     }
     xenhsa_handle_rsp rsp{};
     rsp.handle = pinned.value();
@@ -298,9 +302,10 @@ void GpuCommands::drain_lost_queues() noexcept {
     }
     // GpuContext reports each queue once. Address 0 is a queue it destroyed (revoke,
     // teardown); a fault's queue the guest destroyed meanwhile is not news to the guest.
-    for (const auto& [queue, address] : handoff_->draining) {
-        if (notifying_ && (address == 0 || gpu_->queue_live(queue))) {
-            (void)parts_.notify.post(NotifyProducer::gpu_fault(queue, address));
+    for (const GpuHandoff::Lost& lost : handoff_->draining) {
+        if (notifying_ && ((lost.address == 0 && !lost.hang) || gpu_->queue_live(lost.queue))) {
+            (void)parts_.notify.post(
+                NotifyProducer::gpu_fault(lost.queue, lost.address, lost.hang));
         }
     }
     handoff_->draining.clear();

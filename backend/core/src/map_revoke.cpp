@@ -151,6 +151,7 @@ MapRevoke::Lent MapRevoke::lend(const xenhsa_lend_req& req) {
     LendEntry entry;
     entry.va = va;
     entry.npages = req.npages;
+    entry.writable = writable;
     entry.handle = *handle;
     entry.seq = ++seq_;
     entry.pages = std::move(pages).value();
@@ -169,6 +170,30 @@ std::optional<std::pair<uint64_t, uint64_t>> MapRevoke::map_range(Handle h) cons
     return std::make_pair(e.va, e.size());
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> MapRevoke::lend_range(Handle h) const noexcept {
+    const uint64_t* va = lend_handles_.find(h);
+    if (va == nullptr) {
+        return std::nullopt;
+    }
+    const LendEntry& e = lends_.at(*va);
+    return std::make_pair(e.va, e.size());
+}
+
+namespace {
+
+// The entry of `entries` (by VA) containing `va`, or null.
+template <class Entries>
+const typename Entries::mapped_type* containing(const Entries& entries, uint64_t va) noexcept {
+    auto it = entries.upper_bound(va);
+    if (it == entries.begin()) {
+        return nullptr;
+    }
+    --it;
+    return va - it->second.va < it->second.size() ? &it->second : nullptr;
+}
+
+}  // namespace
+
 uint32_t MapRevoke::coverage_status(uint64_t va, uint64_t size, bool need_writable) const noexcept {
     if (window_.ranges().overlap(va, size) == RangeMap::Overlap::revoked_lend) {
         return XENHSA_STATUS_REVOKED;
@@ -176,16 +201,19 @@ uint32_t MapRevoke::coverage_status(uint64_t va, uint64_t size, bool need_writab
     const uint64_t end = va + size;
     uint64_t cursor = va;
     while (cursor < end) {
-        auto it = maps_.upper_bound(cursor);
-        if (it == maps_.begin()) {
+        if (const MapEntry* m = containing(maps_, cursor)) {
+            if (m->deferred || (need_writable && !m->writable)) {
+                return XENHSA_STATUS_BAD_ADDRESS;
+            }
+            cursor = m->va + m->size();
+        } else if (const LendEntry* l = containing(lends_, cursor)) {
+            if (l->revoked || (need_writable && !l->writable)) {
+                return XENHSA_STATUS_BAD_ADDRESS;
+            }
+            cursor = l->va + l->size();
+        } else {
             return XENHSA_STATUS_BAD_ADDRESS;
         }
-        --it;
-        const MapEntry& e = it->second;
-        if (e.deferred || cursor >= e.va + e.size() || (need_writable && !e.writable)) {
-            return XENHSA_STATUS_BAD_ADDRESS;
-        }
-        cursor = e.va + e.size();
     }
     return XENHSA_STATUS_OK;
 }
@@ -272,6 +300,9 @@ void MapRevoke::revoke_map_entry(std::map<uint64_t, MapEntry>::iterator it) noex
 void MapRevoke::revoke_lend_entry(LendEntry& e, bool notify) noexcept {
     if (e.revoked) {
         return;
+    }
+    if (seams_.gpu != nullptr) {
+        seams_.gpu->revoke_range(e.va, e.size(), window_);
     }
     (void)e.pages.revoke();
     (void)e.indirect.revoke();

@@ -26,7 +26,13 @@ Reply MemoryCommands::map(const xenhsa_map_req& req, uint32_t seqno) {
 
 Reply MemoryCommands::unmap(const xenhsa_handle_req& req, uint32_t seqno) {
     const auto done = [&](uint32_t status) { return make_reply(XENHSA_CMD_UNMAP, seqno, status); };
-    if (map_revoke_.is_lend(req.handle)) {
+    if (const auto lent = map_revoke_.lend_range(req.handle)) {
+        // Lent pages a PIN or a live queue still uses stay lent: the guest unpins and
+        // destroys the queue first (it keeps its mapping until then).
+        const auto [va, size] = *lent;
+        if (gpu_ != nullptr && (gpu_->range_held(va, size) || gpu_->pinned(va, size))) {
+            return done(XENHSA_STATUS_BAD_STATE);
+        }
         map_revoke_.unlend(req.handle);
         return done(XENHSA_STATUS_OK);
     }

@@ -61,11 +61,12 @@ xenhsa_notify NotifyProducer::revoked(uint64_t handle, uint64_t va, uint64_t npa
     return n;
 }
 
-xenhsa_notify NotifyProducer::gpu_fault(uint64_t handle, uint64_t address) noexcept {
+xenhsa_notify NotifyProducer::gpu_fault(uint64_t handle, uint64_t address, bool hang) noexcept {
     xenhsa_notify n{};
     n.type = XENHSA_NOTIFY_GPU_FAULT;
     n.handle = handle;
     n.arg0 = address;
+    n.arg1 = hang ? XENHSA_GPU_FAULT_HANG : 0u;
     return n;
 }
 

@@ -300,7 +300,21 @@ TEST(Queue, GpuFaultIsNotifiedOnce) {
     EXPECT_EQ(n.type, XENHSA_NOTIFY_GPU_FAULT);
     EXPECT_EQ(n.handle, s.queue);
     EXPECT_EQ(n.arg0, h.base + 0x2000);
+    EXPECT_EQ(n.arg1, 0u) << "a fault, not a hang";
     // The guest destroys the stopped queue.
+    EXPECT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_OK);
+}
+
+TEST(Queue, AHungQueueIsNotifiedWithTheHangFlagAndNoAddress) {
+    GpuHarness h;
+    const auto s = h.map_pin_queue(h.base);
+    h.kfd.fault(h.kfd.last_queue(), 0, /*hang=*/true);
+    ASSERT_TRUE(h.run_until([&] { return h.notify_page->prod >= 1; }));
+    const xenhsa_notify& n = h.notify_page->slot[0];
+    EXPECT_EQ(n.type, XENHSA_NOTIFY_GPU_FAULT);
+    EXPECT_EQ(n.handle, s.queue);
+    EXPECT_EQ(n.arg0, 0u);
+    EXPECT_EQ(n.arg1, XENHSA_GPU_FAULT_HANG);
     EXPECT_EQ(h.handle_cmd(XENHSA_CMD_QUEUE_DESTROY, s.queue), XENHSA_STATUS_OK);
 }
 

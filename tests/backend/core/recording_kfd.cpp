@@ -156,6 +156,9 @@ hsa::Result<void> RecordingKfd::register_user(hsa::Va va, uint64_t size, bool re
     if (memory_.count(va) != 0) {
         return e(std::errc::invalid_argument);
     }
+    if (unpinnable_.count(va) != 0) {
+        return e(std::errc::bad_address);
+    }
     memory_[va] = Memory{size, false, 0};
     if (log_ != nullptr)
         record(std::string("register_user ") + hex(va) + (read_only ? " ro" : " rw"));
@@ -317,14 +320,14 @@ void RecordingKfd::set_fault_handler(FaultHandler handler) {
     fault_handler_ = std::move(handler);
 }
 
-void RecordingKfd::fault(hsa::QueueId queue, hsa::Va address) {
+void RecordingKfd::fault(hsa::QueueId queue, hsa::Va address, bool hang) {
     FaultHandler handler;
     {
         std::lock_guard<std::mutex> hold(lock_);
         handler = fault_handler_;
     }
     if (handler) {
-        handler(hsa::GpuFault{queue, address});
+        handler(hsa::GpuFault{queue, address, hang});
     }
 }
 
@@ -378,6 +381,11 @@ hsa::QueueType RecordingKfd::last_queue_type() const {
     std::lock_guard<std::mutex> hold(lock_);
     auto it = queues_.find(last_queue_);
     return it != queues_.end() ? it->second.type : hsa::QueueType::compute_aql;
+}
+
+void RecordingKfd::refuse_pin_at(hsa::Va va) {
+    std::lock_guard<std::mutex> hold(lock_);
+    unpinnable_.insert(va);
 }
 
 void RecordingKfd::set_sdma(bool supported) {

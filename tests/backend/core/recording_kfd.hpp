@@ -53,13 +53,16 @@ public:
     [[nodiscard]] std::optional<uint64_t> packets_taken() const noexcept override;
 
     // Test hooks.
-    void fault(hsa::QueueId queue, hsa::Va address);
+    void fault(hsa::QueueId queue, hsa::Va address, bool hang = false);
     [[nodiscard]] std::size_t registered() const;
     [[nodiscard]] std::size_t allocations() const;
     [[nodiscard]] std::size_t live_queues() const;
     [[nodiscard]] hsa::QueueId last_queue() const;
     [[nodiscard]] uint64_t last_doorbell() const;
     [[nodiscard]] hsa::QueueType last_queue_type() const;
+    // A registration at `va` is refused with EFAULT, as a PV dom0's kernel refuses to pin
+    // gntdev's grant mappings.
+    void refuse_pin_at(hsa::Va va);
     // Whether SDMA queues are made (default) or refused with EOPNOTSUPP.
     void set_sdma(bool supported);
     // From now on packets_taken() answers, and each doorbell takes `per_doorbell` packets
@@ -90,6 +93,7 @@ private:
     hsa::QueueId last_queue_ = 0;
     uint64_t last_doorbell_ = 0;
     bool sdma_ = true;
+    std::set<hsa::Va> unpinnable_;
     std::optional<uint64_t> per_doorbell_;
     uint64_t taken_ = 0;
     FaultHandler fault_handler_;

@@ -86,7 +86,7 @@ TEST_F(ContextTest, AnAllocRangeIsHandedBackWhenTheDeviceMemoryGoes) {
 
 TEST_F(ContextTest, ARevokeHandsBackTheAllocsOfTheQueuesItDestroyed) {
     std::vector<std::pair<Handle, Va>> lost;
-    context->on_queue_lost([&lost](Handle h, Va va) { lost.emplace_back(h, va); });
+    context->on_queue_lost([&lost](Handle h, Va va, bool) { lost.emplace_back(h, va); });
     pin_mapped(area(0));
     const Handle ptrs = alloc(area(1));
     map(ptrs);
@@ -102,7 +102,7 @@ TEST_F(ContextTest, ARevokeHandsBackTheAllocsOfTheQueuesItDestroyed) {
 
 TEST_F(ContextTest, AQueueIsReportedLostOnce) {
     std::vector<std::pair<Handle, Va>> lost;
-    context->on_queue_lost([&lost](Handle h, Va va) { lost.emplace_back(h, va); });
+    context->on_queue_lost([&lost](Handle h, Va va, bool) { lost.emplace_back(h, va); });
     pin_mapped(area(0));
     pin_mapped(area(1));
     const Handle faulted = queue(area(0), area(0) + 64).handle;

@@ -234,7 +234,7 @@ struct LostLog {
 
 TEST_F(ContextTest, DeviceFaultsAreReportedWithTheQueueHandle) {
     LostLog log;
-    context->on_queue_lost([&log](Handle h, Va va) { log.add(h, va); });
+    context->on_queue_lost([&log](Handle h, Va va, bool) { log.add(h, va); });
     pin_mapped(area(0));
     const Handle q = queue(area(0), area(0) + 512).handle;
     const QueueId id = *device.last_queue();

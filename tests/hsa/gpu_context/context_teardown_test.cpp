@@ -154,7 +154,7 @@ class RevokeTest : public ContextTest {
 protected:
     void SetUp() override {
         ContextTest::SetUp();
-        context->on_queue_lost([this](Handle h, Va va) { lost.emplace_back(h, va); });
+        context->on_queue_lost([this](Handle h, Va va, bool) { lost.emplace_back(h, va); });
         lost.reserve(16);
     }
     std::vector<std::pair<Handle, Va>> lost;

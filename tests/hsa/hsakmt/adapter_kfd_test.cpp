@@ -190,6 +190,29 @@ TEST_F(AdapterOnKfd, AVmFaultStopsEveryQueueAndEachIsReportedOnce) {
     EXPECT_NE(log_.text().find("kfd VM_FAULT address="), std::string::npos);
 }
 
+// KFD gives an SDMA queue no error event: an engine hung on a packet it cannot decode is
+// recovered by a GPU reset, which takes every queue and signals the HW_EXCEPTION events
+// (kfd_signal_reset_event, cause GPU_HANG). Each queue is reported once, as a hang.
+TEST_F(AdapterOnKfd, AnSdmaQueueHungOnAMalformedPacketResetsTheGpuAndEveryQueueIsReported) {
+    SdmaTestQueue hung(device());
+    AqlTestQueue bystander(device());
+    hung.submit(SdmaPacket{0x3F, 0, 0, 0});
+    const auto faults = faults_after(10s, 2);
+    ASSERT_EQ(faults.size(), 2u) << log_.text();
+    std::vector<QueueId> queues{faults[0].queue, faults[1].queue};
+    std::sort(queues.begin(), queues.end());
+    std::vector<QueueId> expected{hung.id(), bystander.id()};
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(queues, expected);
+    for (const GpuFault& fault : faults) {
+        EXPECT_TRUE(fault.hang);
+        EXPECT_EQ(fault.address, 0u);
+    }
+    std::this_thread::sleep_for(100ms);
+    EXPECT_EQ(faults_after(0ms, 3).size(), 2u) << "reported once";
+    EXPECT_NE(log_.text().find("kfd GPU_RESET cause=hang stops queues="), std::string::npos);
+}
+
 TEST_F(AdapterOnKfd, AGrantMappingPinsInAPvhDom0AndNotInAPvOne) {
     // xenhsa-sim's grant mapping: a memfd of the granting domain, mapped shared; the
     // worker's own pages (what LEND shares) are a memfd of its own domain, 0 here.

@@ -461,6 +461,32 @@ INSTANTIATE_TEST_SUITE_P(
         BadSdma{"nop_longer_than_the_ring", {sdma_encode::header(0, 0, 0x3FFFu << 16)}}),
     [](const ::testing::TestParamInfo<BadSdma>& p) { return std::string(p.param.name); });
 
+// What an SDMA engine does with a packet it cannot decode when nothing would hear of the
+// queue's error (KFD gives SDMA queues no error event): it hangs, which a GPU recovers by a
+// reset. The agent reports it as a hang of that queue, once, with no address; the
+// process's memory events fire as for a fault.
+TEST_F(SdmaTest, AMalformedPacketOnAQueueWithoutAnErrorEventIsAHang) {
+    GpuBuffer data(device(), kPage);
+    EventSpec spec;
+    spec.type = XENHSA_EVENT_MEMORY;
+    spec.node = kSoftGpuNode;
+    spec.manual_reset = true;
+    auto created = device().create_event(spec);
+    ASSERT_TRUE(created);
+    const EventId memory = created.value().id;
+    SdmaTestQueue queue(device(), SdmaQueueOptions{.ring_bytes = 4096});
+    queue.submit(concat({sdma_fence(data.va(), 1), {0x3F, 0, 0, 0}, sdma_fence(data.va(), 2)}));
+    ASSERT_TRUE(fired(memory));
+    const QueueId id = queue.id();
+    queue.destroy();
+    const auto faults = log().faults();
+    ASSERT_EQ(faults.size(), 1u);
+    EXPECT_EQ(faults[0].queue, id);
+    EXPECT_TRUE(faults[0].hang);
+    EXPECT_EQ(faults[0].address, 0u);
+    EXPECT_EQ(*data.at<uint32_t>(), 1u);
+}
+
 TEST_F(SdmaTest, StopInterruptsAPollThatNeverEnds) {
     GpuBuffer word(device(), kPage);
     SdmaTestQueue queue(device());

@@ -22,7 +22,9 @@ enum xenhsa_notify_type {
     /* The backend took a lent buffer back: handle, va, npages. The guest's mapping of
        it is gone or going; its next access faults. */
     XENHSA_NOTIFY_REVOKED = 1,
-    /* A GPU page fault stopped a queue: handle = queue, arg0 = faulting address. */
+    /* A GPU page fault stopped a queue: handle = queue, arg0 = faulting address; or the
+       queue hung (arg1 XENHSA_GPU_FAULT_HANG, arg0 0: an SDMA engine on a packet it cannot
+       decode, which a GPU's reset recovers); or the backend destroyed it (arg0 0). */
     XENHSA_NOTIFY_GPU_FAULT = 2,
     XENHSA_NOTIFY_TYPE_COUNT_ = 3
 };
@@ -32,9 +34,11 @@ struct xenhsa_notify {
     uint32_t pad;
     uint64_t handle;
     uint64_t arg0; /* REVOKED: va */
-    uint64_t arg1; /* REVOKED: npages */
+    uint64_t arg1; /* REVOKED: npages; GPU_FAULT: XENHSA_GPU_FAULT_HANG or 0 */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_notify, 32);
+
+#define XENHSA_GPU_FAULT_HANG 1u /* GPU_FAULT arg1: the queue hung, no fault address */
 
 #define XENHSA_NOTIFY_SLOTS 64u
 

@@ -106,6 +106,9 @@ public:
     Result<void> unmap(Handle handle);
     // LEND at a fresh VA, mapped there (GrantMapper at that VA).
     Result<LentBuffer> lend(uint32_t npages, bool writable);
+    // LEND at `va`, a range of the window the caller holds (VaAllocator) and keeps: give it
+    // back with the mapping reset and unmap(Handle).
+    Result<LentBuffer> lend_at(uint64_t va, uint32_t npages, bool writable);
     // Unmaps locally, then UNMAP (the acknowledgement of a REVOKED, too).
     Result<void> unmap(LentBuffer& lent);
     [[nodiscard]] bool revoked(Handle lend) const noexcept { return revoked_.count(lend) != 0; }

@@ -1,5 +1,6 @@
 // Guest memory the GPU can reach: guest pages MAPped, PINned and MAPped to the GPU at one
-// VA (the guest's own: VA mirroring), and the first node with GPU cores.
+// VA (the guest's own: VA mirroring), or the backend's pages LENT there where its kernel
+// cannot pin grant mappings (PIN: UNSUPPORTED); and the first node with GPU cores.
 #ifndef XENHSA_FRONTEND_GPU_MEMORY_HPP
 #define XENHSA_FRONTEND_GPU_MEMORY_HPP
 
@@ -18,9 +19,16 @@ public:
     GpuMemory() = default;
     static Result<GpuMemory> create(Client& client, std::size_t pages, uint32_t node = 0);
 
-    [[nodiscard]] uint64_t va() const noexcept { return buffer_.va(); }
-    [[nodiscard]] std::byte* data() const noexcept { return buffer_.data(); }
-    [[nodiscard]] std::size_t size() const noexcept { return buffer_.size(); }
+    [[nodiscard]] uint64_t va() const noexcept {
+        return lent_.handle != 0 ? lent_.va : buffer_.va();
+    }
+    [[nodiscard]] std::byte* data() const noexcept {
+        return lent_.handle != 0 ? lent_.data() : buffer_.data();
+    }
+    [[nodiscard]] std::size_t size() const noexcept {
+        return lent_.handle != 0 ? lent_.size() : buffer_.size();
+    }
+    [[nodiscard]] bool lent() const noexcept { return lent_.handle != 0; }
     [[nodiscard]] Handle map_handle() const noexcept { return map_; }
     [[nodiscard]] Handle pin_handle() const noexcept { return pin_; }
 
@@ -36,11 +44,15 @@ public:
         }
         return reinterpret_cast<T*>(p.value());
     }
-    // UNMAP_FROM_GPU, UNPIN, UNMAP, then withdraws the grants. Stops at the first failure.
+    // UNMAP_FROM_GPU, UNPIN, UNMAP, then withdraws the grants (or unmaps the lent pages and
+    // gives them back). Stops at the first failure.
     Result<void> release(Client& client);
 
 private:
+    Result<void> pin_and_map(Client& client, uint32_t node);
+
     GuestBuffer buffer_;
+    LentBuffer lent_;
     Handle map_ = 0;
     Handle pin_ = 0;
     bool gpu_mapped_ = false;

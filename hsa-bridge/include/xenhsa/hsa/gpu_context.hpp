@@ -150,9 +150,10 @@ public:
     [[nodiscard]] bool pinned(Va va, uint64_t size) const noexcept;
 
     // A queue is lost, reported once per queue: a GPU fault stopped it at `address` (any
-    // thread), or the context destroyed it without the guest asking, because revoke_range
-    // took its memory or teardown ran (address 0, on the caller's thread).
-    using QueueLost = std::function<void(Handle queue, Va address)>;
+    // thread), it hung (`hang`, address 0: GpuFault::hang), or the context destroyed it
+    // without the guest asking, because revoke_range took its memory or teardown ran
+    // (address 0, on the caller's thread).
+    using QueueLost = std::function<void(Handle queue, Va address, bool hang)>;
     void on_queue_lost(QueueLost callback);
 
     // Revoke's GPU half for [va, va + size): destroys the queues using memory in the

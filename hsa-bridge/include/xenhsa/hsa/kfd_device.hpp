@@ -52,10 +52,13 @@ struct EventInfo {
 };
 
 // A GPU memory fault that stopped a queue. The device stops only that queue, signals
-// its error event, and reports the fault once.
+// its error event, and reports the fault once. `hang`: no fault but a queue that stopped
+// on an error with no error event to report it (an SDMA queue: the engine hangs on a
+// packet it cannot decode, and a GPU's reset recovers it); no address.
 struct GpuFault {
     QueueId queue = 0;
     Va address = 0;
+    bool hang = false;
 };
 
 class KfdDevice {

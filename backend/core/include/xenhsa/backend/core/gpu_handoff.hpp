@@ -6,7 +6,6 @@
 #define XENHSA_BACKEND_CORE_GPU_HANDOFF_HPP
 
 #include <mutex>
-#include <utility>
 #include <vector>
 #include <xenhsa/hsa/gpu_context.hpp>
 
@@ -17,8 +16,13 @@ struct GpuHandoff {
     bool open = true;
     // Queues GpuContext reported lost (fault, revoke, teardown), allocated once: a revoke
     // on the loop thread pushes here without allocating.
-    std::vector<std::pair<hsa::Handle, hsa::Va>> lost;
-    std::vector<std::pair<hsa::Handle, hsa::Va>> draining;
+    struct Lost {
+        hsa::Handle queue = 0;
+        hsa::Va address = 0;
+        bool hang = false;
+    };
+    std::vector<Lost> lost;
+    std::vector<Lost> draining;
 
     void close() noexcept {
         std::lock_guard<std::mutex> hold(lock);

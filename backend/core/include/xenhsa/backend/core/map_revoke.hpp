@@ -9,7 +9,8 @@
 //        its range back to the window);
 //   4.   unmap the grants;
 //   5.   re-reserve the VA range PROT_NONE.
-// For a LEND: SharedPages::revoke(), then a REVOKED record on the notify page (queued,
+// For a LEND: the GPU half as for a MAP (lent pages are pinned where the kernel cannot pin
+// grant mappings), SharedPages::revoke(), then a REVOKED record on the notify page (queued,
 // never dropped). The LEND handle stays until the guest acknowledges with UNMAP; until
 // then its range answers REVOKED.
 #ifndef XENHSA_BACKEND_CORE_MAP_REVOKE_HPP
@@ -79,8 +80,10 @@ public:
     [[nodiscard]] bool is_lend(Handle h) const noexcept { return lend_handles_.find(h) != nullptr; }
     // [va, va + size) of a live MAP handle.
     [[nodiscard]] std::optional<std::pair<uint64_t, uint64_t>> map_range(Handle h) const noexcept;
-    // PIN's coverage check: OK when [va, va + size) is covered by adjacent live MAPs
-    // (writable ones if `need_writable`), REVOKED when it overlaps a revoked LEND,
+    // [va, va + size) of a LEND handle (revoked or not).
+    [[nodiscard]] std::optional<std::pair<uint64_t, uint64_t>> lend_range(Handle h) const noexcept;
+    // PIN's coverage check: OK when [va, va + size) is covered by adjacent live MAPs and
+    // LENDs (writable ones if `need_writable`), REVOKED when it overlaps a revoked LEND,
     // BAD_ADDRESS otherwise.
     [[nodiscard]] uint32_t coverage_status(uint64_t va, uint64_t size,
                                            bool need_writable) const noexcept;
@@ -143,6 +146,7 @@ private:
     struct LendEntry {
         uint64_t va = 0;
         uint32_t npages = 0;
+        bool writable = false;
         bool revoked = false;
         Handle handle = 0;
         uint64_t seq = 0;

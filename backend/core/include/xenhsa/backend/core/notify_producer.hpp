@@ -36,7 +36,7 @@ public:
     [[nodiscard]] bool overflowed() const noexcept { return overflowed_; }
 
     static xenhsa_notify revoked(uint64_t handle, uint64_t va, uint64_t npages) noexcept;
-    static xenhsa_notify gpu_fault(uint64_t handle, uint64_t address) noexcept;
+    static xenhsa_notify gpu_fault(uint64_t handle, uint64_t address, bool hang = false) noexcept;
 
 private:
     xenhsa_notify_page* page_;
