@@ -6,7 +6,7 @@
 namespace xenhsa::backend::core::testing {
 namespace {
 
-xenhsa_lend_req lend_req(uint64_t va, uint32_t npages) {
+xenhsa_lend_req lent_gpu_lend(uint64_t va, uint32_t npages) {
     xenhsa_lend_req r{};
     r.va = va;
     r.npages = npages;
@@ -14,7 +14,7 @@ xenhsa_lend_req lend_req(uint64_t va, uint32_t npages) {
     return r;
 }
 
-xenhsa_pin_req pin_req(uint64_t va, uint64_t size) {
+xenhsa_pin_req lent_gpu_pin(uint64_t va, uint64_t size) {
     xenhsa_pin_req p{};
     p.va = va;
     p.size = size;
@@ -26,7 +26,7 @@ TEST(LentGpuMemory, APinTheKernelRefusesOverMapsIsUnsupportedWithNothingLeft) {
     const uint64_t va = h.base + 0x100000;
     h.map_ok(va, 2, 0);
     h.kfd.refuse_pin_at(va);
-    EXPECT_EQ(h.status(XENHSA_CMD_PIN, pin_req(va, 2 * 4096)), XENHSA_STATUS_UNSUPPORTED);
+    EXPECT_EQ(h.status(XENHSA_CMD_PIN, lent_gpu_pin(va, 2 * 4096)), XENHSA_STATUS_UNSUPPORTED);
     EXPECT_EQ(h.kfd.registered(), 0u);
     EXPECT_EQ(h.requests->stats().pinned_pages, 0u);
 }
@@ -34,7 +34,7 @@ TEST(LentGpuMemory, APinTheKernelRefusesOverMapsIsUnsupportedWithNothingLeft) {
 TEST(LentGpuMemory, ALendPinsAndCarriesAQueueAndStaysLentWhileUsed) {
     GpuHarness h;
     const uint64_t va = h.base + 0x100000;
-    const auto lend = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lend_req(va, 4)));
+    const auto lend = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lent_gpu_lend(va, 4)));
     ASSERT_NE(lend.handle, 0u);
     const hsa::Handle pin = h.pin_ok(va, 4 * 4096);
     ASSERT_EQ(h.map_to_gpu(pin), XENHSA_STATUS_OK);
@@ -57,16 +57,17 @@ TEST(LentGpuMemory, APinMayCoverAdjacentMapsAndLends) {
     GpuHarness h;
     const uint64_t va = h.base + 0x100000;
     h.map_ok(va, 1, 0);
-    ASSERT_EQ(h.status(XENHSA_CMD_LEND, lend_req(va + 4096, 1)), XENHSA_STATUS_OK);
+    ASSERT_EQ(h.status(XENHSA_CMD_LEND, lent_gpu_lend(va + 4096, 1)), XENHSA_STATUS_OK);
     EXPECT_NE(h.pin_ok(va, 2 * 4096), 0u);
     // Not past the LEND's end.
-    EXPECT_EQ(h.status(XENHSA_CMD_PIN, pin_req(va + 4096, 2 * 4096)), XENHSA_STATUS_BAD_ADDRESS);
+    EXPECT_EQ(h.status(XENHSA_CMD_PIN, lent_gpu_pin(va + 4096, 2 * 4096)),
+              XENHSA_STATUS_BAD_ADDRESS);
 }
 
 TEST(LentGpuMemory, RevokingAPinnedLendQuiescesTheGpuBeforeThePagesGo) {
     GpuHarness h;
     const uint64_t va = h.base + 0x100000;
-    const auto lend = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lend_req(va, 4)));
+    const auto lend = payload_of<xenhsa_lend_rsp>(*h.send(XENHSA_CMD_LEND, lent_gpu_lend(va, 4)));
     const hsa::Handle pin = h.pin_ok(va, 4 * 4096);
     ASSERT_EQ(h.map_to_gpu(pin), XENHSA_STATUS_OK);
     const hsa::Handle queue = h.queue_ok(va, va + 4096);
