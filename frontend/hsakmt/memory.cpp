@@ -82,12 +82,12 @@ Result<void> Memory::fill_system(Allocation& a) {
                  "the backend's kernel cannot pin grant mappings for the GPU (a PV dom0); "
                  "system memory is lent by the backend instead (within its lend quota)",
                  spdlog::level::info);
-    for (auto it = a.maps.rbegin(); it != a.maps.rend(); ++it) {
-        if (auto r = client_.unmap(*it); !r) {
+    while (!a.maps.empty()) {  // a failure leaves exactly the MAPs still there to undo
+        if (auto r = client_.unmap(a.maps.back()); !r) {
             return r;
         }
+        a.maps.pop_back();
     }
-    a.maps.clear();
     for (GuestBuffer& chunk : a.chunks) {
         if (!chunk.release()) {
             return std::error_code(Errc::backend_broken);
