@@ -1,5 +1,6 @@
 #include "connection.hpp"
 
+#include <unistd.h>
 #include <xenhsa/proto.h>
 
 #include "log.hpp"
@@ -58,6 +59,14 @@ std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mut
     }
     c->platform_ = std::move(*platform);
     c->domid_ = c->platform_.domains->self();
+#if XENHSA_HSAKMT_HAVE_SIM
+    if (!config.sim_dir.empty()) {
+        auto usage = xen::sim::open_grant_usage(config.sim_dir, c->domid_);
+        if (usage) {
+            c->usage_ = std::move(usage.value());
+        }
+    }
+#endif
 
     DeviceConfig device;
     device.backend_domid = static_cast<xen::DomId>(config.backend_domid);
@@ -83,6 +92,32 @@ std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mut
                config.devid, session.value().va_base, session.value().va_size,
                session.value().features);
     return c;
+}
+
+MemoryLimits Connection::memory_limits() const {
+    MemoryLimits limits;
+    if (const auto& session = client_->session()) {
+        limits.map_pages = session->max_map_pages;
+        limits.lend_pages = session->max_lend_pages;
+        limits.handles = session->max_handles;
+    }
+    if (usage_) {
+        if (auto pages = usage_->share_pool_pages()) {
+            limits.grant_pages = pages.value();
+        }
+        return limits;  // a process of the host: its RAM is not the domain's
+    }
+#if XENHSA_HSAKMT_HAVE_XEN
+    if (auto pages = xen::real::gntalloc_limit()) {
+        limits.grant_pages = pages.value();
+    }
+#endif
+    const long pages = ::sysconf(_SC_PHYS_PAGES);
+    const long page = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0) {
+        limits.ram_pages = static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) / 4096;
+    }
+    return limits;
 }
 
 Connection::~Connection() {

@@ -13,6 +13,7 @@
 #include <xenhsa/xen/platform.hpp>
 
 #include "config.hpp"
+#include "memory_limits.hpp"
 #include "serial_link.hpp"
 
 namespace xenhsa::frontend::hsakmt {
@@ -29,12 +30,15 @@ public:
     [[nodiscard]] Client& client() noexcept { return *client_; }
     [[nodiscard]] xenhsa_doorbell_page& doorbell_page() { return device_->doorbell_page(); }
     [[nodiscard]] xen::DomId domid() const noexcept { return domid_; }
+    // This guest's memory limits as they are now (the grant capacity is read again).
+    [[nodiscard]] MemoryLimits memory_limits() const;
 
 private:
     Connection() = default;
 
     xen::Platform platform_;
     xen::DomId domid_ = 0;
+    std::unique_ptr<xen::GrantUsage> usage_;  // xenhsa-sim: this domain's grant capacity
     std::unique_ptr<GuestDevice> device_;
     std::unique_ptr<SerialLink> link_;
     std::unique_ptr<Client> client_;

@@ -55,7 +55,19 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetNodeMemoryProperties(HSAuint32 NodeId, HSAuint3
         if (NodeId >= s.topology().nodes.size()) {
             return HSAKMT_STATUS_INVALID_NODE_UNIT;
         }
-        return copy_out(s.topology().nodes[NodeId].banks, NumBanks, MemoryProperties);
+        // A CPU node's system heap is what this guest can really have (memory_limits.hpp),
+        // not the backend host's RAM.
+        std::vector<HsaMemoryProperties> banks = s.topology().nodes[NodeId].banks;
+        if (!s.topology().is_gpu(NodeId)) {
+            const uint64_t capacity = s.memory().system_capacity();
+            for (HsaMemoryProperties& bank : banks) {
+                const uint64_t size = bank.SizeInBytes;  // a packed struct: no reference
+                if (bank.HeapType == HSA_HEAPTYPE_SYSTEM && size > capacity) {
+                    bank.SizeInBytes = capacity;
+                }
+            }
+        }
+        return copy_out(banks, NumBanks, MemoryProperties);
     });
 }
 

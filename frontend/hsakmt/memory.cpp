@@ -63,12 +63,12 @@ Result<void> Memory::fill_system(Allocation& a) {
         const auto pages = static_cast<std::size_t>(std::min(kChunkBytes, a.size - off) / kPage);
         auto buffer = client_.share_at(a.va + off, pages, writable);
         if (!buffer) {
-            return buffer.error();
+            return refused(SystemStep::grant, buffer.error(), a, pages);
         }
         a.chunks.push_back(std::move(buffer.value()));
         auto handle = client_.map(a.chunks.back(), writable);
         if (!handle) {
-            return handle.error();
+            return refused(SystemStep::map, handle.error(), a, pages);
         }
         a.maps.push_back(handle.value());
     }
@@ -104,7 +104,7 @@ Result<void> Memory::fill_lent(Allocation& a) {
         const auto pages = static_cast<uint32_t>(std::min(kChunkBytes, a.size - off) / kPage);
         auto lent = client_.lend_at(a.va + off, pages, writable);
         if (!lent) {
-            return lent.error();
+            return refused(SystemStep::lend, lent.error(), a, pages);
         }
         a.lent.push_back(std::move(lent.value()));
     }
@@ -116,10 +116,37 @@ Result<void> Memory::pin_system(Allocation& a) {
     pin_flags |= a.flags.ui32.CoarseGrain != 0 ? XENHSA_PIN_COARSE_GRAIN : 0u;
     auto pin = client_.pin(a.va, a.size, pin_flags);
     if (!pin) {
-        return pin.error();
+        return refused(SystemStep::pin, pin.error(), a, a.size / kPage);
     }
     a.pin = pin.value();
     return boost::outcome_v2::success();
+}
+
+uint64_t Memory::system_capacity() const { return system_capacity_bytes(limits_(), lend_system_); }
+
+std::error_code Memory::refused(SystemStep step, const std::error_code& error, const Allocation& a,
+                                uint64_t step_pages) const {
+    SystemUse use;
+    use.bytes = a.size;
+    use.step_pages = step_pages;
+    const auto count = [&](const Allocation& b) {
+        for (const GuestBuffer& chunk : b.chunks) {
+            use.mapped_pages += chunk.pages();
+        }
+        for (const LentBuffer& lent : b.lent) {
+            use.lent_pages += lent.npages;
+        }
+    };
+    for (const auto& [va, b] : allocs_) {
+        count(b);
+    }
+    count(a);
+    use.mapped_pages -= step == SystemStep::map ? step_pages : 0;  // its chunk is granted
+    try {
+        tell_limit_once(limit_refusal(limits_(), step, error, use));
+    } catch (...) {
+    }
+    return error;
 }
 
 bool Memory::release_lent(Allocation& a) noexcept {

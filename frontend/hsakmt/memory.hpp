@@ -22,19 +22,22 @@
 #include <hsakmt.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
 #include <xenhsa/frontend/client.hpp>
 
+#include "memory_limits.hpp"
 #include "topology.hpp"
 
 namespace xenhsa::frontend::hsakmt {
 
 class Memory {
 public:
-    Memory(Client& client, const Topology& topology) noexcept
-        : client_(client), topology_(topology) {}
+    // `limits`: this guest's memory limits as they are now (Connection::memory_limits).
+    Memory(Client& client, const Topology& topology, std::function<MemoryLimits()> limits) noexcept
+        : client_(client), topology_(topology), limits_(std::move(limits)) {}
     ~Memory();  // releases everything, best effort (the device closes next)
     Memory(const Memory&) = delete;
     Memory& operator=(const Memory&) = delete;
@@ -60,6 +63,8 @@ public:
     void release_held(uint64_t va) noexcept;
 
     [[nodiscard]] std::size_t live() const noexcept { return allocs_.size(); }
+    // Bytes of system memory this guest can have at most: the system heap's size.
+    [[nodiscard]] uint64_t system_capacity() const;
 
 private:
     enum class Kind : uint8_t { system, device, scratch };
@@ -91,6 +96,9 @@ private:
     Result<void> fill_system(Allocation& a);
     Result<void> fill_lent(Allocation& a);
     Result<void> pin_system(Allocation& a);
+    // Says once which limit refused `step` (memory_limits.hpp); returns `error`.
+    std::error_code refused(SystemStep step, const std::error_code& error, const Allocation& a,
+                            uint64_t step_pages) const;
     // The guest's mappings of lent pages, then their LENDs; false if the backend failed.
     bool release_lent(Allocation& a) noexcept;
     Result<void> map_handle(Allocation& a, Handle handle, uint64_t mask);
@@ -102,6 +110,7 @@ private:
 
     Client& client_;
     const Topology& topology_;
+    std::function<MemoryLimits()> limits_;
     std::map<uint64_t, Allocation> allocs_;  // by VA
     bool lend_system_ = false;               // the backend cannot pin grant mappings
 };

@@ -24,7 +24,9 @@ std::unique_ptr<Session> Session::open(std::mutex& mutex, std::string& why) {
         return nullptr;
     }
     s->topology_ = std::move(topology.value());
-    s->memory_ = std::make_unique<Memory>(s->connection_->client(), s->topology_);
+    s->memory_ =
+        std::make_unique<Memory>(s->connection_->client(), s->topology_,
+                                 [c = s->connection_.get()] { return c->memory_limits(); });
     s->events_ = std::make_unique<Events>(s->connection_->client(), *s->memory_, s->topology_);
     s->queues_ = std::make_unique<Queues>(s->connection_->client(), *s->memory_, *s->events_,
                                           s->connection_->doorbell_page());

@@ -32,6 +32,13 @@
  *   xenhsa-rocr-check --queue-error-abort CAUSE
  *                                     the same on a queue without a callback: ROCr's default
  *                                     handler is expected to print why and abort (SIGABRT)
+ *   xenhsa-rocr-check --system-mib N  prints the fine-grained system pool's size and
+ *                                     ALLOC_MAX_SIZE, allocates N MiB there, fills it on the
+ *                                     GPU (hsa_amd_memory_fill) and checks every dword
+ *   xenhsa-rocr-check --system-mib-refused N
+ *                                     the allocation of N MiB is expected to be refused
+ *                                     (HSA_STATUS_ERROR_OUT_OF_RESOURCES), and 16 MiB to be
+ *                                     allocated and filled after it
  *
  * Output: "check <name> ok|FAIL ...", "info ...", last "summary rocr-check ... result=ok".
  * Exit code 0 iff every check held.
@@ -340,6 +347,55 @@ static void fault(struct ctx* c) {
         completed ? "the faulting dispatch completed" : "ROCr's wait timed out: no fault reported");
 }
 
+/* `mib` MiB of fine-grained system memory, filled by the GPU and checked dword by dword;
+ * 0 when the allocation was refused (`status`). */
+static int system_fill(struct ctx* c, size_t mib, const char* name, hsa_status_t* status) {
+    const size_t size = mib << 20;
+    void* p = NULL;
+    *status = hsa_amd_memory_pool_allocate(c->cpu_pools.fine, size, 0, &p);
+    if (*status != HSA_STATUS_SUCCESS) {
+        return 0;
+    }
+    char detail[160];
+    const uint32_t value = 0x5EC7A11Fu ^ (uint32_t)mib;
+    int ok = hsa_ok("allow access", hsa_amd_agents_allow_access(1, &c->agents.gpu, NULL, p)) &&
+             hsa_ok("memory fill", hsa_amd_memory_fill(p, value, size / 4));
+    size_t differ = 0;
+    const uint32_t* words = p;
+    for (size_t k = 0; ok && k < size / 4; ++k) {
+        differ += words[k] != value;
+    }
+    snprintf(detail, sizeof detail, "mib=%zu differing-dwords=%zu", mib, differ);
+    check(name, ok && differ == 0, detail);
+    hsa_amd_memory_pool_free(p);
+    return 1;
+}
+
+/* The system pool's size as ROCr reports it, then an allocation of `mib` MiB. */
+static void system_memory(struct ctx* c, size_t mib, int expect_refused) {
+    size_t size = 0, alloc_max = 0;
+    hsa_amd_memory_pool_get_info(c->cpu_pools.fine, HSA_AMD_MEMORY_POOL_INFO_SIZE, &size);
+    hsa_amd_memory_pool_get_info(c->cpu_pools.fine, HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE,
+                                 &alloc_max);
+    printf("info system-pool size=%zu alloc-max=%zu\n", size, alloc_max);
+    fflush(stdout);
+    hsa_status_t status = HSA_STATUS_SUCCESS;
+    const int allocated = system_fill(c, mib, "system-fill", &status);
+    const char* name = NULL;
+    hsa_status_string(status, &name);
+    char detail[200];
+    snprintf(detail, sizeof detail, "mib=%zu status=%d %s", mib, (int)status, name ? name : "");
+    if (!expect_refused) {
+        check("system-alloc", allocated, detail);
+        return;
+    }
+    check("system-alloc-refused", !allocated && status == HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+          detail);
+    /* Nothing is lost: a smaller allocation works after it. */
+    check("system-alloc-after-refusal", system_fill(c, 16, "system-fill-after-refusal", &status),
+          "mib=16");
+}
+
 /* Device memory filled and copied by ROCr's blit kernels, read back and compared. */
 static void blits(struct ctx* c) {
     const size_t size = 4u << 20;
@@ -604,6 +660,8 @@ int main(int argc, char** argv) {
     int do_profile = 0;
     const char* error_cause = NULL;
     int error_callback = 0;
+    size_t system_mib = 0;
+    int system_refused = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
@@ -621,11 +679,16 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "--queue-error-abort") == 0 && i + 1 < argc) {
             error_cause = argv[++i];
             error_callback = 0;
+        } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
+            system_mib = strtoull(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--system-mib-refused") == 0 && i + 1 < argc) {
+            system_mib = strtoull(argv[++i], NULL, 10);
+            system_refused = 1;
         } else {
             fprintf(stderr,
                     "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
                     "[--queue-error CAUSE] "
-                    "[--queue-error-abort CAUSE]\n",
+                    "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N]\n",
                     argv[0]);
             return 2;
         }
@@ -672,6 +735,9 @@ int main(int argc, char** argv) {
         }
         if (do_profile) {
             profile(&c);
+        }
+        if (system_mib != 0) {
+            system_memory(&c, system_mib, system_refused);
         }
         if (do_fault) {
             fault(&c);

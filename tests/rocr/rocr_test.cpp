@@ -9,6 +9,7 @@
 #include <csignal>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <regex>
 #include <scenario_fixture.hpp>
 #include <set>
@@ -69,8 +70,10 @@ protected:
 
     std::vector<std::string> run_args(const std::vector<std::string>& program) {
         domid_file_ = sim().dir() / ("domid-" + std::to_string(++runs_));
-        std::vector<std::string> args{XENHSA_RUN_BINARY, "--sim-dir",          sim().dir().string(),
-                                      "--domid-file",    domid_file_.string(), "--"};
+        std::vector<std::string> args{XENHSA_RUN_BINARY, "--sim-dir", sim().dir().string(),
+                                      "--domid-file", domid_file_.string()};
+        args.insert(args.end(), run_options_.begin(), run_options_.end());
+        args.push_back("--");
         args.insert(args.end(), program.begin(), program.end());
         return args;
     }
@@ -104,7 +107,23 @@ protected:
 
     std::filesystem::path domid_file_;
     int runs_ = 0;
+    std::vector<std::string> run_options_;  // more of xenhsa-run's
 };
+
+// The fine-grained system pool's size and ALLOC_MAX_SIZE, from `info system-pool`.
+std::optional<std::pair<uint64_t, uint64_t>> system_pool(const std::string& out) {
+    static const std::regex line(R"(info system-pool size=(\d+) alloc-max=(\d+))");
+    std::smatch m;
+    if (!std::regex_search(out, m, line)) {
+        return std::nullopt;
+    }
+    return std::pair{std::stoull(m[1]), std::stoull(m[2])};
+}
+
+bool pv_dom0() {
+    const char* gpu = std::getenv("XENHSA_TEST_GPU");
+    return gpu != nullptr && std::string_view(gpu) == "kfd-pv";
+}
 
 // rocminfo's value for `key` in the block of the agent whose "Device Type" is GPU.
 std::map<std::string, std::vector<std::string>> gpu_agent_fields(const std::string& out) {
@@ -278,6 +297,85 @@ TEST_F(Rocr, AStoppedQueueWithoutACallbackAbortsWithROCrsMessage) {
     EXPECT_NE(g.run.out.find("HSA_STATUS_ERROR_INVALID_CODE_OBJECT"), std::string::npos)
         << g.run.out;
     EXPECT_EQ(g.run.out.find("check queue-error-aborted FAIL"), std::string::npos) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+// The system pool ROCr reports is what this guest can really have: on the embedded
+// hypervisor's defaults its grant table (256 frames: 131,064 pages), less than its map
+// share (262,144 pages) and far less than the host's RAM. An allocation past it is
+// refused with ROCr's OUT_OF_RESOURCES and the guest library says once which limit and
+// which setting raises it; the guest goes on. In a PV dom0 system memory is lent, so
+// the lend share refuses it.
+TEST_F(Rocr, TheSystemPoolIsWhatTheGuestCanHaveAndARefusalNamesItsLimit) {
+    const std::string command =
+        std::string("exec ") + XENHSA_ROCR_CHECK_BINARY + " --system-mib-refused 768 2>&1";
+    const Guest g = run_in_guest({"/bin/sh", "-c", command});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    for (const char* check :
+         {"system-alloc-refused", "system-alloc-after-refusal", "system-fill-after-refusal"}) {
+        EXPECT_TRUE(check_held(g.run, check)) << check << "\n" << g.run.out;
+    }
+    const auto pool = system_pool(g.run.out);
+    ASSERT_TRUE(pool) << g.run.out;
+    constexpr uint64_t kGrantPages = 256 * 512 - 8;
+    EXPECT_EQ(pool->first, kGrantPages * 4096) << g.run.out;
+    // ROCr counts the system heap twice (its fine-grained and kernarg regions).
+    EXPECT_LE(pool->second, 2 * pool->first) << g.run.out;
+    EXPECT_NE(g.run.out.find("a system memory allocation of 768 MiB was refused"),
+              std::string::npos)
+        << g.run.out;
+    if (pv_dom0()) {
+        EXPECT_NE(g.run.out.find("max_lend_pages"), std::string::npos) << g.run.out;
+    } else {
+        EXPECT_NE(g.run.out.find("this guest's grants are used up"), std::string::npos)
+            << g.run.out;
+        EXPECT_NE(g.run.out.find("max_grant_frames"), std::string::npos) << g.run.out;
+        EXPECT_NE(g.run.out.find("--grant-frames"), std::string::npos) << g.run.out;
+    }
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+// A guest configured for it (grant table, RAM, the backend's map share and pinned pages,
+// dom0's maptrack) allocates 4 GiB of system memory, which the GPU fills.
+class RocrLargeMemory : public Rocr {
+protected:
+    static constexpr uint64_t kPages = 1400000;  // 4 GiB and what ROCr takes besides
+
+    void SetUp() override {
+        if (gpu_kind_is_shim()) {
+            GTEST_SKIP() << "the grant and share limits are the same on the KFD path; run on soft";
+        }
+        run_options_ = {"--ram-pages", std::to_string(kPages)};
+        Rocr::SetUp();
+    }
+    [[nodiscard]] std::vector<std::string> sim_arguments() const override {
+        return {"--grant-frames", std::to_string(kPages / 512 + 1), "--maptrack-frames",
+                std::to_string(kPages / 256 + 1)};
+    }
+    pid_t launch_backend(const std::vector<std::string>& command) override {
+        std::vector<std::string> more = command;
+        for (const char* quota : {"max_map_pages", "max_pinned_pages"}) {
+            more.insert(more.end(), {"--set", std::string(quota) + "=" + std::to_string(kPages)});
+        }
+        more.insert(more.end(), {"--max-guests", "2"});
+        return Rocr::launch_backend(more);
+    }
+    static bool gpu_kind_is_shim() {
+        const char* gpu = std::getenv("XENHSA_TEST_GPU");
+        return gpu != nullptr && std::string_view(gpu).rfind("kfd", 0) == 0;
+    }
+};
+
+TEST_F(RocrLargeMemory, FourGibOfSystemMemoryAreAllocatedAndFilledByTheGpu) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--system-mib", "4096"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "system-alloc")) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "system-fill")) << g.run.out;
+    const auto pool = system_pool(g.run.out);
+    ASSERT_TRUE(pool) << g.run.out;
+    EXPECT_EQ(pool->first, kPages * 4096) << "the map share, smaller than the grants";
     ASSERT_NE(g.domid, 0u);
     EXPECT_TRUE(released_within(g.domid));
 }

@@ -17,7 +17,7 @@
 namespace xenhsa::testing::scenarios {
 
 void ScenarioTest::SetUp() {
-    sim_.emplace(SimInstance::start());
+    sim_.emplace(SimInstance::start(sim_arguments()));
     gpu_ = backend_gpu(sim_->dir());
     // The guests this test starts find the emulated GPU's built-in kernels here.
     for (const std::string& variable : builtin_kernel_env(gpu_)) {

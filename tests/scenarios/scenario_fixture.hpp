@@ -71,6 +71,8 @@ protected:
     void crash_backend();
     // Starts the backend's command line; the default keeps its stderr in backend_log().
     virtual pid_t launch_backend(const std::vector<std::string>& command);
+    // More of xenhsa-sim's options for this test's hypervisor (SetUp starts it).
+    [[nodiscard]] virtual std::vector<std::string> sim_arguments() const { return {}; }
     [[nodiscard]] std::string log_path() const;
     [[nodiscard]] pid_t backend_pid() const { return backend_ ? backend_->pid() : -1; }
     // The backend's stderr so far: its log and any sanitizer report, workers' included.

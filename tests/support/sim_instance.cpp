@@ -38,14 +38,16 @@ int reap(pid_t pid, std::chrono::milliseconds timeout) {
 
 }  // namespace
 
-SimInstance SimInstance::start() {
+SimInstance SimInstance::start(const std::vector<std::string>& extra) {
     SimInstance sim;
     sim.dir_ = make_temp_dir();
     // The daemon must not outlive the test process, whatever happens to it: spawn() ties
     // it to this thread.
     const char* level = std::getenv("XENHSA_SIM_LOG");
-    sim.pid_ = spawn({XENHSA_SIM_BINARY, "--sim-dir", sim.dir_.string(), "--log-level",
-                      level != nullptr ? level : "warn"});
+    std::vector<std::string> args{XENHSA_SIM_BINARY, "--sim-dir", sim.dir_.string(), "--log-level",
+                                  level != nullptr ? level : "warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    sim.pid_ = spawn(args);
     if (sim.pid_ < 0) throw std::runtime_error("SimInstance: fork failed");
 
     const auto deadline = std::chrono::steady_clock::now() + kTimeout;

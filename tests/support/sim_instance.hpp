@@ -6,6 +6,8 @@
 #include <sys/types.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 namespace xenhsa::testing {
 
@@ -13,7 +15,8 @@ class SimInstance {  // starts the real `xenhsa-sim` binary in a fresh temp dir
 public:
     // Waits (up to 10 s) until the socket accepts. On failure it throws, which fails the
     // running test (and leaves nothing behind).
-    static SimInstance start();
+    // `extra`: more of xenhsa-sim's options (--grant-frames N, ...).
+    static SimInstance start(const std::vector<std::string>& extra = {});
 
     SimInstance(SimInstance&& o) noexcept;
     SimInstance& operator=(SimInstance&& o) noexcept;

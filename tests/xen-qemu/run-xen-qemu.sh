@@ -384,7 +384,8 @@ msg "setup took $((SECONDS - t_start))s; booting Xen under QEMU/TCG (limit ${tim
 msg "serial log: $log"
 
 # Multiboot modules are comma-separated; the first word of each is dropped.
-xen_cmdline="console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=1024M dom0_max_vcpus=2"
+# gnttab_max_maptrack_frames: not Xen's default, so that the doctor shows it reads it.
+xen_cmdline="console=com1 com1=115200,8n1 loglvl=all guest_loglvl=all dom0_mem=1024M dom0_max_vcpus=2 gnttab_max_maptrack_frames=2048"
 dom0_cmdline="console=hvc0 earlyprintk=xen nomodeset panic=5"
 
 qpid=""

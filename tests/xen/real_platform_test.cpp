@@ -16,6 +16,7 @@
 #include <string>
 #include <system_error>
 #include <vector>
+#include <xenhsa/xen/real/grant_limits.hpp>
 #include <xenhsa/xen/real/platform.hpp>
 #include <xenhsa/xen/real/testing.hpp>
 
@@ -128,6 +129,22 @@ TEST(RealPlatformNoXen, EachComponentFailsWithEnoent) {
 }
 
 // ---- GrantMapper: validation before libxengnttab --------------------------------------
+
+// dom0's maptrack size is on Xen's command line or Xen's default; Xen takes the last
+// value given and ignores a malformed one.
+TEST(GrantLimits, TheMaptrackFramesComeFromXensCommandLine) {
+    using xenhsa::xen::real::maptrack_frames_from_commandline;
+    EXPECT_EQ(maptrack_frames_from_commandline("dom0_mem=2G console=com1"), std::nullopt);
+    EXPECT_EQ(maptrack_frames_from_commandline("gnttab_max_maptrack_frames=4096"), 4096u);
+    EXPECT_EQ(maptrack_frames_from_commandline(
+                  "dom0_mem=2G gnttab_max_maptrack_frames=2048 gnttab_max_frames=128"),
+              2048u);
+    EXPECT_EQ(maptrack_frames_from_commandline(
+                  "gnttab_max_maptrack_frames=2048 gnttab_max_maptrack_frames=8192"),
+              8192u);
+    EXPECT_EQ(maptrack_frames_from_commandline("gnttab_max_maptrack_frames=lots"), std::nullopt);
+    EXPECT_EQ(maptrack_frames_from_commandline("xgnttab_max_maptrack_frames=99"), std::nullopt);
+}
 
 TEST(RealGrantMapper, ZeroRefsIsEinvalWithoutTouchingTheLibrary) {
     auto m = real::testing::detached_grant_mapper();

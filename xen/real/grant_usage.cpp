@@ -31,28 +31,30 @@ public:
         return table_->held_by(peer);
     }
 
-    Result<uint32_t> share_pool_pages() noexcept override {
-        try {
-            std::ifstream in(kGntallocLimit);
-            std::string value;
-            if (!std::getline(in, value)) {
-                return errno_code(ENOTSUP);  // no gntalloc module loaded, or not readable
-            }
-            auto limit = parse_store_uint(value, std::numeric_limits<uint32_t>::max());
-            if (!limit) {
-                return limit.error();
-            }
-            return static_cast<uint32_t>(limit.value());
-        } catch (const std::exception&) {
-            return errno_code(ENOMEM);
-        }
-    }
+    Result<uint32_t> share_pool_pages() noexcept override { return gntalloc_limit(); }
 
 private:
     std::unique_ptr<OwnGrantTable> table_;  // null: held_by() cannot tell
 };
 
 }  // namespace
+
+Result<uint32_t> gntalloc_limit() noexcept {
+    try {
+        std::ifstream in(kGntallocLimit);
+        std::string value;
+        if (!std::getline(in, value)) {
+            return errno_code(ENOTSUP);  // no gntalloc module loaded, or not readable
+        }
+        auto limit = parse_store_uint(value, std::numeric_limits<uint32_t>::max());
+        if (!limit) {
+            return limit.error();
+        }
+        return static_cast<uint32_t>(limit.value());
+    } catch (const std::exception&) {
+        return errno_code(ENOMEM);
+    }
+}
 
 Result<std::unique_ptr<GrantUsage>> open_grant_usage() {
     auto usage =

@@ -241,6 +241,60 @@ void xen_checks(const DoctorOptions& o, std::vector<Check>& out) {
     }
 }
 
+std::string gib(uint64_t pages) {
+    if (pages < 262144) {
+        return std::to_string(pages * 4096 >> 20) + " MiB";
+    }
+    const uint64_t tenths = pages * 4096 * 10 >> 30;
+    return std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + " GiB";
+}
+
+// What the guests' shares let them map and borrow at once, against what Xen lets the
+// backend domain map (maptrack) and grant (its grant table).
+void grant_capacity_checks(const DoctorOptions& o, std::vector<Check>& out) {
+    if (!o.grant_limits) {
+        return;
+    }
+    const XenGrantLimits& x = *o.grant_limits;
+    const uint64_t maps = uint64_t{x.maptrack_frames} * 256;
+    const uint64_t map_share =
+        std::min(o.map_pages, o.map_pool_pages / std::max<uint64_t>(o.max_guests, 1));
+    const uint64_t map_need = map_share * o.max_guests;
+    const bool maps_enough = maps >= map_need;
+    out.push_back(
+        {"grant maps (maptrack)", maps_enough ? Status::pass : Status::warn,
+         std::to_string(x.maptrack_frames) + " frames" +
+             (x.maptrack_default ? " (Xen's default)" : "") + ": " + std::to_string(maps) +
+             " pages (" + gib(maps) + ") this domain may map for all guests, against " +
+             std::to_string(o.max_guests) + " guests x a map share of " +
+             std::to_string(map_share) + " pages (" + gib(map_need) + ")",
+         maps_enough ? ""
+                     : "gnttab_max_maptrack_frames=" + std::to_string((map_need + 255) / 256) +
+                           " on Xen's command line, or lower --map-pool-pages, max_map_pages "
+                           "or --max-guests (a guest past the bound gets NO_MEMORY on MAP)"});
+    const uint64_t entries = uint64_t{x.grant_frames} * 512;
+    const uint64_t lend_need = o.lend_pages * o.max_guests;
+    const bool lends_enough = entries >= lend_need + 8;
+    out.push_back({"grant table (lends)", lends_enough ? Status::pass : Status::warn,
+                   std::to_string(x.grant_frames) + " frames: " + std::to_string(entries) +
+                       " pages (" + gib(entries) + ") this domain may grant, against " +
+                       std::to_string(o.max_guests) + " guests x a lend quota of " +
+                       std::to_string(o.lend_pages) + " pages (" + gib(lend_need) + ")",
+                   lends_enough
+                       ? ""
+                       : "gnttab_max_frames=" + std::to_string((lend_need + 8 + 511) / 512) +
+                             " on Xen's command line, or lower max_lend_pages or --max-guests "
+                             "(the lend pool is the smaller of this and gntalloc's limit)"});
+    out.push_back({"GPU-visible system memory per guest", Status::info,
+                   "up to " + gib(map_share) +
+                       " (the map share), bounded also by each guest's grant table "
+                       "(max_grant_frames in xl.cfg, 512 pages per frame; Xen's default 64 "
+                       "is 128 MiB) and by the guest's RAM; where the kernel cannot pin grant "
+                       "mappings (a PV dom0) the lend share instead (docs/operations.md, "
+                       "Sizing)",
+                   ""});
+}
+
 void memlock_check(std::vector<Check>& out) {
     rlimit r{};
     if (::getrlimit(RLIMIT_MEMLOCK, &r) != 0) {
@@ -262,6 +316,7 @@ std::vector<Check> run_checks(const DoctorOptions& options) {
     gpu_checks(options, checks);
     iommu_check(options, checks);
     xen_checks(options, checks);
+    grant_capacity_checks(options, checks);
     memlock_check(checks);
     return checks;
 }

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,23 @@ struct Check {
     std::string remedy;  // empty: nothing to do
 };
 
+// The hypervisor's bounds on the backend domain's grants (xen/real/grant_limits.hpp):
+// what Xen reports, which sysfs does not show.
+struct XenGrantLimits {
+    uint32_t grant_frames = 0;     // its grant table: pages it can lend, 512 per frame
+    uint32_t maptrack_frames = 0;  // its maptrack table: pages it can map, 256 per frame
+    bool maptrack_default = true;  // Xen's default, not set on its command line
+};
+
 struct DoctorOptions {
     std::filesystem::path root = "/";
     uint64_t lend_pages = 65536;  // the max_lend_pages quota a guest may use
+    // The backend's shares (xenhsa-backend --max-guests, --map-pool-pages, max_map_pages).
+    uint64_t max_guests = 16;
+    uint64_t map_pages = 262144;
+    uint64_t map_pool_pages = 4194304;
+    // Read from Xen by xenhsa-doctor in dom0 (tests give them); nullopt: not known.
+    std::optional<XenGrantLimits> grant_limits;
 };
 
 std::vector<Check> run_checks(const DoctorOptions& options);

@@ -1,7 +1,9 @@
 // xenhsa-doctor: checks whether this host can run xenhsa's backend with ROCm, and says
 // what to do about each requirement that fails. Reads sysfs, /dev and /proc only; never
 // writes config space (it prints the setpci command instead).
-//   xenhsa-doctor [--json] [--lend-pages N] [--sysfs-root DIR]
+//   xenhsa-doctor [--json] [--lend-pages N] [--max-guests N] [--map-pages N]
+//                 [--map-pool-pages N] [--sysfs-root DIR]
+// In dom0 it also asks Xen (libxenctrl) for the domain's grant table and maptrack sizes.
 // Exit status: 0 when no requirement fails, 1 when one does, 2 on a usage error.
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -9,6 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "host_checks.hpp"
+
+#if XENHSA_DOCTOR_HAVE_XEN
+#include <xenhsa/xen/real/grant_limits.hpp>
+#endif
 
 namespace {
 
@@ -50,6 +56,13 @@ int main(int argc, char** argv) {
     app.add_option("--lend-pages", options.lend_pages,
                    "the max_lend_pages quota guests get (held against gntalloc's limit)")
         ->capture_default_str();
+    app.add_option("--max-guests", options.max_guests, "the backend's --max-guests")
+        ->check(CLI::Range(uint64_t{1}, uint64_t{0x7FEF}))
+        ->capture_default_str();
+    app.add_option("--map-pages", options.map_pages, "the max_map_pages quota guests get")
+        ->capture_default_str();
+    app.add_option("--map-pool-pages", options.map_pool_pages, "the backend's --map-pool-pages")
+        ->capture_default_str();
     app.add_option("--sysfs-root", options.root,
                    "read /sys, /dev and /proc under DIR instead of / (for tests)")
         ->type_name("DIR");
@@ -58,6 +71,15 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
+#if XENHSA_DOCTOR_HAVE_XEN
+    if (options.root == "/") {
+        if (auto limits = xenhsa::xen::real::read_grant_limits()) {
+            options.grant_limits = xenhsa::backend::doctor::XenGrantLimits{
+                limits.value().grant_frames, limits.value().maptrack_frames,
+                limits.value().maptrack_default};
+        }
+    }
+#endif
     const auto checks = xenhsa::backend::doctor::run_checks(options);
     if (json) {
         print_json(checks);

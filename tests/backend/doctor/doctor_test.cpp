@@ -224,7 +224,13 @@ protected:
         file("/dev/xen/evtchn", "");
         file("/sys/module/xen_gntalloc/parameters/limit", gntalloc_limit + "\n");
     }
-    std::vector<Check> run() { return run_checks(DoctorOptions{root_, 65536}); }
+    DoctorOptions options() const {
+        DoctorOptions o;
+        o.root = root_;
+        o.lend_pages = 65536;
+        return o;
+    }
+    std::vector<Check> run() { return run_checks(options()); }
 
     static const Check& find(const std::vector<Check>& checks, const std::string& name) {
         for (const Check& c : checks) {
@@ -285,6 +291,53 @@ TEST_F(FakeHost, MissingXenDevicesAndKfdFail) {
     EXPECT_EQ(find(checks, "/dev/xen/evtchn").remedy, "modprobe xen-evtchn");
     EXPECT_EQ(find(checks, "gntalloc limit").status, Status::pass);
     EXPECT_TRUE(any_failed(checks));
+}
+
+// Xen's defaults (64 grant frames, 1024 maptrack frames) hold far less than 16 guests'
+// default shares: both warn, and the remedy names the frames that would hold them.
+TEST_F(FakeHost, XensDefaultGrantTablesWarnAgainstTheGuestsSharesWithTheFramesToSet) {
+    gpu_host(true);
+    xen_dom0("1048576");
+    DoctorOptions o = options();
+    o.grant_limits = XenGrantLimits{64, 1024, true};
+    const auto checks = run_checks(o);
+    const Check& maps = find(checks, "grant maps (maptrack)");
+    EXPECT_EQ(maps.status, Status::warn);
+    EXPECT_NE(maps.detail.find("1024 frames (Xen's default): 262144 pages (1.0 GiB)"),
+              std::string::npos)
+        << maps.detail;
+    EXPECT_NE(maps.detail.find("16 guests x a map share of 262144 pages (16.0 GiB)"),
+              std::string::npos)
+        << maps.detail;
+    EXPECT_NE(maps.remedy.find("gnttab_max_maptrack_frames=16384"), std::string::npos)
+        << maps.remedy;
+    const Check& lends = find(checks, "grant table (lends)");
+    EXPECT_EQ(lends.status, Status::warn);
+    EXPECT_NE(lends.remedy.find("gnttab_max_frames=2049"), std::string::npos) << lends.remedy;
+    EXPECT_EQ(find(checks, "GPU-visible system memory per guest").status, Status::info);
+    EXPECT_FALSE(any_failed(checks));
+}
+
+TEST_F(FakeHost, GrantTablesSizedForTheSharesPass) {
+    gpu_host(true);
+    xen_dom0("1048576");
+    DoctorOptions o = options();
+    o.max_guests = 4;
+    o.map_pages = 1048576;
+    o.grant_limits = XenGrantLimits{513, 16384, false};
+    const auto checks = run_checks(o);
+    EXPECT_EQ(find(checks, "grant maps (maptrack)").status, Status::pass);
+    EXPECT_EQ(find(checks, "grant table (lends)").status, Status::pass);
+    EXPECT_NE(find(checks, "GPU-visible system memory per guest").detail.find("up to 4.0 GiB"),
+              std::string::npos);
+}
+
+TEST_F(FakeHost, WithoutXensAnswerThereIsNoGrantCapacityCheck) {
+    gpu_host(true);
+    xen_dom0("1048576");
+    for (const Check& c : run()) {
+        EXPECT_EQ(c.name.find("grant maps"), std::string::npos);
+    }
 }
 
 // The binary: exit status and JSON.

@@ -28,6 +28,10 @@ namespace xenhsa::xen::sim::daemon {
 struct Options {
     std::filesystem::path dir;
     uint32_t grant_entries = 256 * 512;  // 256 grant frames of v1 entries per domain
+    // Grant pages a domain's processes may have mapped at once: Xen's maptrack table, 256
+    // maps per frame (Xen's default is 1024 frames; 4096 here, as the backend's defaults
+    // on the simulator were sized for).
+    uint64_t maptrack_entries = uint64_t{4096} * 256;
     std::size_t max_connections = 4096;
     std::size_t max_domains = 256;
 };
@@ -143,6 +147,8 @@ private:
     bool bound_ = false;
 
     std::map<ConnKey, std::unique_ptr<Conn>> conns_;
+    // Grant pages the processes of `d` map now.
+    [[nodiscard]] uint64_t maps_of(const Domain& d) const noexcept;
     ConnKey next_conn_ = 1;
     std::vector<ConnKey> dropped_;
     ConnKey serving_ = 0;  // the connection whose request is being handled

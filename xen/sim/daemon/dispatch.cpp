@@ -218,11 +218,10 @@ void Daemon::on_toolstack(Conn& c, const wire::Message& req) {
                 e.alive = d.dying ? 0 : 1;
                 e.name_len = static_cast<uint8_t>(std::min(d.name.size(), sizeof e.name));
                 std::memcpy(e.name, d.name.data(), e.name_len);
-                uint64_t mapped = 0;
+                const uint64_t mapped = maps_of(d);
                 uint64_t ports = 0;
                 for (const ConnKey key : d.conns) {
                     if (const auto it = conns_.find(key); it != conns_.end()) {
-                        mapped += it->second->mapped_pages;
                         ports += it->second->ports.size();
                     }
                 }

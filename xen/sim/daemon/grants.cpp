@@ -16,8 +16,6 @@ namespace {
 
 using boost::outcome_v2::success;
 
-// Pages one connection may have mapped at once (Xen bounds a domain's maptrack table).
-constexpr uint64_t kMaxMappedPages = uint64_t{1} << 20;
 // Runs per map reply message: keeps the tail inline.
 constexpr std::size_t kRunsPerMessage = 4000;
 
@@ -28,6 +26,16 @@ Result<UniqueFd> dup_fd(int fd) {
 }
 
 }  // namespace
+
+uint64_t Daemon::maps_of(const Domain& d) const noexcept {
+    uint64_t mapped = 0;
+    for (const ConnKey key : d.conns) {
+        if (const auto it = conns_.find(key); it != conns_.end()) {
+            mapped += it->second->mapped_pages;
+        }
+    }
+    return mapped;
+}
 
 Result<uint64_t> Daemon::share(Conn& c, DomId peer, uint64_t pages, bool writable,
                                std::vector<GrantRef>& refs, UniqueFd& segment_fd) {
@@ -93,7 +101,9 @@ Result<void> Daemon::map_grants(Conn& c, const wire::MapReq& req, std::span<cons
     if (send && mapper->ports.find(req.notify_port) == nullptr) return errno_code(EINVAL);
     Domain* granter = live_domain(granter_id);
     if (granter == nullptr) return errno_code(ESRCH);
-    if (refs.size() > kMaxMappedPages - c.mapped_pages) return errno_code(ENOSPC);
+    // Xen's maptrack: the mapping domain's table, whichever of its processes maps.
+    const uint64_t maps = std::min(maps_of(*mapper), options_.maptrack_entries);
+    if (refs.size() > options_.maptrack_entries - maps) return errno_code(ENOSPC);
 
     const std::shared_ptr<GranterTable> table = granter->grants;
     std::vector<uint64_t> frames(refs.size());

@@ -92,6 +92,12 @@ int main(int argc, char** argv) {
     app.add_option("--grant-frames", grant_frames, "grant-table frames per domain (512 refs each)")
         ->check(CLI::Range(1u, 4096u))
         ->capture_default_str();
+    uint32_t maptrack_frames = static_cast<uint32_t>(options.maptrack_entries / 256);
+    app.add_option("--maptrack-frames", maptrack_frames,
+                   "maptrack frames per domain: grant pages its processes may map at once, 256 "
+                   "per frame (Xen's gnttab_max_maptrack_frames)")
+        ->check(CLI::Range(1u, 1u << 20))
+        ->capture_default_str();
 
     auto* create = app.add_subcommand("create", "create a domain; prints its domid");
     std::string name;
@@ -129,5 +135,6 @@ int main(int argc, char** argv) {
     }
     if (list_cmd->parsed()) return list(options.dir, json);
     options.grant_entries = grant_frames * 512;
+    options.maptrack_entries = uint64_t{maptrack_frames} * 256;
     return serve(options);
 }

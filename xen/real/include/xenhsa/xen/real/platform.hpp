@@ -59,6 +59,9 @@ Result<std::unique_ptr<ForeignMemory>> open_foreign_memory(const RealOptions& op
 // fails with ENOTSUP. share_pool_pages() is gntalloc's page limit
 // (/sys/module/xen_gntalloc/parameters/limit); ENOTSUP when it cannot be read.
 Result<std::unique_ptr<GrantUsage>> open_grant_usage();
+// gntalloc's page limit for this whole domain, without privcmd (a guest reads its own);
+// ENOTSUP when the module is not loaded or the value cannot be read.
+Result<uint32_t> gntalloc_limit() noexcept;
 
 // Domains over `store` (which it owns and uses only for itself: give it its own
 // connection, not the Platform's, since a Store is not shared between threads) plus, if
