@@ -17,6 +17,12 @@
 //     libhsakmt over the KFD shim in the workers, against the software GPU's; printed when
 //     the shim was built (the release preset with its tests)>
 //   rocr_kfd_latency_vs_eventfd=<rocr_kfd_active p50 / eventfd round trip>
+//   control load=idle|busy(N_spinners) ...: the control path through ROCr (a 4 KiB
+//     fine-grained system allocation and its free; hsa_queue_create + destroy) on an idle
+//     machine and with every core kept busy by other processes, beside the host's own
+//     mmap+mlock+munmap of a page and an eventfd round trip under the same load, then
+//   control_alloc_free_loaded_vs_idle=<busy / idle p50; the target is at most 10> and the
+//     other ratios
 //   rocr_dispatch_ratio=<rocr_active dispatch_per_s / guest_library dispatch_per_s>   (last)
 #include <spawn.h>
 #include <sys/eventfd.h>
@@ -43,6 +49,7 @@
 #include "dispatch_path.hpp"
 #include "embedded_services.hpp"
 #include "guest_boundary_path.hpp"
+#include "host_baselines.hpp"
 
 extern char** environ;
 
@@ -50,34 +57,6 @@ namespace {
 
 using namespace xenhsa::bench;
 using Clock = std::chrono::steady_clock;
-
-// Median round trip of a value through two eventfds between two threads, in us.
-double eventfd_round_trip_us(uint32_t iterations) {
-    const int ping = ::eventfd(0, 0);
-    const int pong = ::eventfd(0, 0);
-    std::thread echo([&] {
-        uint64_t v = 0;
-        for (uint32_t i = 0; i < iterations; ++i) {
-            if (::read(ping, &v, sizeof v) != sizeof v || ::write(pong, &v, sizeof v) != sizeof v) {
-                return;
-            }
-        }
-    });
-    std::vector<double> samples;
-    uint64_t v = 1;
-    for (uint32_t i = 0; i < iterations; ++i) {
-        const auto start = Clock::now();
-        if (::write(ping, &v, sizeof v) != sizeof v || ::read(pong, &v, sizeof v) != sizeof v) {
-            break;
-        }
-        samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-    }
-    echo.join();
-    ::close(ping);
-    ::close(pong);
-    std::sort(samples.begin(), samples.end());
-    return samples.empty() ? 0 : samples[samples.size() / 2];
-}
 
 // key=value words of one `path=...` line.
 std::map<std::string, std::string> words(const std::string& line) {
@@ -250,6 +229,72 @@ double idle_worker_cpu_share(const std::filesystem::path& bin_dir, const Embedde
 
 double ratio(double a, double b) { return b > 0 ? a / b : 0.0; }
 
+// Processes that keep every core busy while they live: the load of a busy host (other
+// guests' vCPUs, a build), at the same priority as everything of xenhsa's.
+class CpuLoad {
+public:
+    explicit CpuLoad(unsigned spinners) {
+        const char* argv[] = {"/bin/sh", "-c", "while :; do :; done", nullptr};
+        for (unsigned i = 0; i < spinners; ++i) {
+            pid_t pid = -1;
+            if (::posix_spawn(&pid, argv[0], nullptr, nullptr, const_cast<char**>(argv), environ) !=
+                0) {
+                throw std::runtime_error("cannot start a CPU spinner");
+            }
+            pids_.push_back(pid);
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));  // all of them running
+    }
+    CpuLoad(const CpuLoad&) = delete;
+    CpuLoad& operator=(const CpuLoad&) = delete;
+    ~CpuLoad() {
+        for (const pid_t pid : pids_) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+
+private:
+    std::vector<pid_t> pids_;
+};
+
+// One `control ...` line of xenhsa-bench-rocr-guest --control.
+struct ControlFigures {
+    double alloc_free_p50 = 0, alloc_free_p99 = 0, queue_p50 = 0, queue_p99 = 0;
+    double mmap_mlock_p50 = 0, eventfd_p50 = 0, eventfd_p99 = 0;
+};
+
+ControlFigures control_round(const std::filesystem::path& bin_dir,
+                             const std::filesystem::path& sim_dir, uint32_t iterations) {
+    RocrGuest guest(bin_dir, sim_dir, {"--control", std::to_string(iterations)});
+    for (const std::string& l : guest.finish()) {
+        if (l.rfind("control ", 0) == 0) {
+            const auto w = words(l);
+            return {std::stod(w.at("alloc_free_us_p50")), std::stod(w.at("alloc_free_us_p99")),
+                    std::stod(w.at("queue_us_p50")),      std::stod(w.at("queue_us_p99")),
+                    std::stod(w.at("mmap_mlock_us_p50")), std::stod(w.at("eventfd_rtt_us_p50")),
+                    std::stod(w.at("eventfd_rtt_us_p99"))};
+        }
+    }
+    throw std::runtime_error("no control line from xenhsa-bench-rocr-guest");
+}
+
+ControlFigures median_control(std::vector<ControlFigures> rounds) {
+    std::sort(rounds.begin(), rounds.end(),
+              [](const auto& a, const auto& b) { return a.alloc_free_p50 < b.alloc_free_p50; });
+    return rounds[rounds.size() / 2];
+}
+
+void print_control(const char* load, const ControlFigures& c) {
+    std::printf(
+        "control load=%s alloc_free_us_p50=%.1f alloc_free_us_p99=%.1f "
+        "queue_create_destroy_us_p50=%.1f queue_create_destroy_us_p99=%.1f "
+        "baseline_mmap_mlock_munmap_us_p50=%.2f baseline_eventfd_rtt_us_p50=%.1f "
+        "baseline_eventfd_rtt_us_p99=%.1f\n",
+        load, c.alloc_free_p50, c.alloc_free_p99, c.queue_p50, c.queue_p99, c.mmap_mlock_p50,
+        c.eventfd_p50, c.eventfd_p99);
+}
+
 // The backend on `--gpu kfd` with the KFD shim preloaded (built beside the binaries, in
 // lib/), and the guest able to run the shim GPU's built-in kernels; nullopt without the shim.
 std::optional<ServiceArgs> kfd_backend(const std::filesystem::path& bin_dir) {
@@ -280,6 +325,7 @@ int main(int argc, char** argv) {
     std::string bin_dir = own_bin_dir().string();
     uint32_t rounds = 3;
     uint32_t idle_ms = 4000;
+    uint32_t control_iterations = 200;
     CLI::App app{"Tiny dispatches through unmodified ROCr in a guest vs xenhsa's guest library"};
     app.add_option("--latency-iterations", config.latency_iterations, "single dispatches timed")
         ->capture_default_str();
@@ -294,6 +340,10 @@ int main(int argc, char** argv) {
                    "how long a ROCm program with live queues idles (its middle half is measured)")
         ->check(CLI::Range(400u, 600000u))
         ->capture_default_str();
+    app.add_option("--control-iterations", control_iterations,
+                   "control-path operations timed per round, idle and with every core loaded "
+                   "(0: none)")
+        ->capture_default_str();
     app.add_option("--bin-dir", bin_dir, "where xenhsa-sim, -backend, -run and the guest are")
         ->capture_default_str();
     CLI11_PARSE(app, argc, argv);
@@ -303,7 +353,7 @@ int main(int argc, char** argv) {
         std::vector<PathResult> lib_rounds, active_rounds, blocked_rounds;
         std::vector<double> eventfd_rounds;
         for (uint32_t round = 0; round < rounds; ++round) {
-            eventfd_rounds.push_back(eventfd_round_trip_us(config.latency_iterations));
+            eventfd_rounds.push_back(eventfd_round_trip_us(config.latency_iterations).p50);
             PathResult lib = measure(library, config);
             lib.path = "guest_library";
             lib_rounds.push_back(lib);
@@ -312,6 +362,15 @@ int main(int argc, char** argv) {
             blocked_rounds.push_back(rocr[1]);
         }
         const double idle_share = idle_worker_cpu_share(bin_dir, rocr_services, idle_ms);
+        std::vector<ControlFigures> control_idle, control_loaded;
+        const unsigned spinners = std::max(1u, std::thread::hardware_concurrency());
+        for (uint32_t round = 0; control_iterations != 0 && round < rounds; ++round) {
+            control_idle.push_back(
+                control_round(bin_dir, rocr_services.sim_dir(), control_iterations));
+            const CpuLoad load(spinners);
+            control_loaded.push_back(
+                control_round(bin_dir, rocr_services.sim_dir(), control_iterations));
+        }
         std::vector<PathResult> kfd_rounds;
         if (const auto kfd = kfd_backend(bin_dir)) {
             EmbeddedServices kfd_services(bin_dir, *kfd);
@@ -347,6 +406,27 @@ int main(int argc, char** argv) {
             std::printf("rocr_kfd_latency_ratio=%.3f\n",
                         ratio(kfd->latency_us_p50, active.latency_us_p50));
             std::printf("rocr_kfd_latency_vs_eventfd=%.3f\n", ratio(kfd->latency_us_p50, eventfd));
+        }
+        if (!control_idle.empty()) {
+            const ControlFigures idle = median_control(control_idle);
+            const ControlFigures loaded = median_control(control_loaded);
+            print_control("idle", idle);
+            const std::string busy = "busy(" + std::to_string(spinners) + "_spinners)";
+            print_control(busy.c_str(), loaded);
+            std::printf("control_iterations=%u\n", control_iterations);
+            // The target: a 4 KiB system allocation under full load within 10x its idle time.
+            std::printf("control_alloc_free_loaded_vs_idle=%.2f target=10\n",
+                        ratio(loaded.alloc_free_p50, idle.alloc_free_p50));
+            std::printf("control_queue_loaded_vs_idle=%.2f\n",
+                        ratio(loaded.queue_p50, idle.queue_p50));
+            std::printf("control_eventfd_loaded_vs_idle=%.2f\n",
+                        ratio(loaded.eventfd_p50, idle.eventfd_p50));
+            std::printf("control_alloc_free_vs_mmap_mlock=%.1f loaded=%.1f\n",
+                        ratio(idle.alloc_free_p50, idle.mmap_mlock_p50),
+                        ratio(loaded.alloc_free_p50, loaded.mmap_mlock_p50));
+            std::printf("control_alloc_free_vs_eventfd=%.1f loaded=%.1f\n",
+                        ratio(idle.alloc_free_p50, idle.eventfd_p50),
+                        ratio(loaded.alloc_free_p50, loaded.eventfd_p50));
         }
         std::printf("rocr_dispatch_ratio=%.3f\n",
                     ratio(active.dispatches_per_s, lib.dispatches_per_s));

@@ -11,6 +11,12 @@
 // With --idle-ms MS it instead sets up (queues and all) and stays idle that long between
 // the lines "idle start" and "idle end", for the driver to measure what an idle ROCr
 // costs the backend.
+// With --control N it instead times N of each control-path operation and prints
+//   control alloc_free_us_p50=... alloc_free_us_p99=... queue_us_p50=... queue_us_p99=...
+//           mmap_mlock_us_p50=... eventfd_rtt_us_p50=... eventfd_rtt_us_p99=...
+// alloc_free: hsa_amd_memory_pool_allocate of 4 KiB of fine-grained system memory and its
+// free (MAP + PIN and back on the ring); queue: hsa_queue_create + hsa_queue_destroy
+// (QUEUE_CREATE/DESTROY); the last three the host's own baselines in this process.
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
@@ -21,8 +27,10 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dispatch_path.hpp"
+#include "host_baselines.hpp"
 
 namespace {
 
@@ -60,6 +68,17 @@ hsa_status_t find_kernarg_pool(hsa_amd_memory_pool_t pool, void* data) {
     uint32_t flags = 0;
     hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
     if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) != 0) {
+        *static_cast<hsa_amd_memory_pool_t*>(data) = pool;
+        return HSA_STATUS_INFO_BREAK;
+    }
+    return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t find_fine_pool(hsa_amd_memory_pool_t pool, void* data) {
+    uint32_t flags = 0;
+    hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+    if ((flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED) != 0 &&
+        (flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT) == 0) {
         *static_cast<hsa_amd_memory_pool_t*>(data) = pool;
         return HSA_STATUS_INFO_BREAK;
     }
@@ -116,6 +135,41 @@ public:
             hsa_amd_memory_async_copy(base + 2048, gpu_, base + 1024, cpu_, 512, 0, nullptr, done_),
             "async copy");
         wait();
+    }
+
+    // The control path, `n` of each, beside the host's baselines (see the top).
+    void control(uint32_t n) {
+        using Clock = std::chrono::steady_clock;
+        const auto since_us = [](Clock::time_point start) {
+            return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+        };
+        hsa_amd_memory_pool_t fine{};
+        hsa_amd_agent_iterate_memory_pools(cpu_, find_fine_pool, &fine);
+        std::vector<double> alloc_free;
+        std::vector<double> queues;
+        for (uint32_t i = 0; i < n; ++i) {
+            auto start = Clock::now();
+            void* p = nullptr;
+            ensure(hsa_amd_memory_pool_allocate(fine, 4096, 0, &p), "4 KiB allocate");
+            ensure(hsa_amd_memory_pool_free(p), "free");
+            alloc_free.push_back(since_us(start));
+            start = Clock::now();
+            hsa_queue_t* q = nullptr;
+            ensure(hsa_queue_create(gpu_, 64, HSA_QUEUE_TYPE_SINGLE, nullptr, nullptr, UINT32_MAX,
+                                    UINT32_MAX, &q),
+                   "queue create");
+            ensure(hsa_queue_destroy(q), "queue destroy");
+            queues.push_back(since_us(start));
+        }
+        const auto a = xenhsa::bench::percentiles(alloc_free);
+        const auto q = xenhsa::bench::percentiles(queues);
+        const auto mm = xenhsa::bench::mmap_mlock_munmap_us(n);
+        const auto ev = xenhsa::bench::eventfd_round_trip_us(n);
+        std::printf(
+            "control alloc_free_us_p50=%.1f alloc_free_us_p99=%.1f queue_us_p50=%.1f "
+            "queue_us_p99=%.1f mmap_mlock_us_p50=%.2f eventfd_rtt_us_p50=%.1f "
+            "eventfd_rtt_us_p99=%.1f\n",
+            a.p50, a.p99, q.p50, q.p99, mm.p50, ev.p50, ev.p99);
     }
 
     void set_wait(hsa_wait_state_t state, const char* name) {
@@ -188,6 +242,7 @@ private:
 int main(int argc, char** argv) {
     BenchConfig config;
     uint32_t idle_ms = 0;
+    uint32_t control = 0;
     for (int i = 1; i + 1 < argc; i += 2) {
         const auto value = static_cast<uint32_t>(std::strtoul(argv[i + 1], nullptr, 10));
         if (std::strcmp(argv[i], "--latency-iterations") == 0) {
@@ -198,10 +253,16 @@ int main(int argc, char** argv) {
             config.batch = value;
         } else if (std::strcmp(argv[i], "--idle-ms") == 0) {
             idle_ms = value;
+        } else if (std::strcmp(argv[i], "--control") == 0) {
+            control = value;
         }
     }
     try {
         RocrPath path;
+        if (control != 0) {
+            path.control(control);
+            return 0;
+        }
         if (idle_ms != 0) {
             path.dispatch_and_wait();  // every queue made and used once (SDMA too)
             path.copy_once();
