@@ -128,6 +128,34 @@ Result<std::vector<Handle>> Events::handles_of(std::span<HsaEvent* const> events
     return handles;
 }
 
+namespace {
+
+// What KFD's memory exception data gives of a GPU reset: the queues are gone, no address.
+void fill_hang(HsaMemoryAccessFault& fault, uint32_t node, uint64_t address) {
+    fault = HsaMemoryAccessFault{};
+    fault.NodeId = node;
+    fault.VirtualAddress = address;
+    fault.Failure.ErrorType = 3;  // ROCr: "Generic hang recovery"
+    fault.Failure.Imprecise = 1;
+    fault.Flags = HSA_EVENTID_MEMORY_FATAL_PROCESS;
+}
+
+}  // namespace
+
+void Events::report_link_lost(const std::error_code& why) {
+    if (link_lost_) {
+        return;
+    }
+    link_lost_ = true;
+    log().error("the link to the backend broke ({}): reported as a GPU hang, every queue is gone",
+                why.message());
+    for (auto& [key, entry] : events_) {
+        if (entry.type == XENHSA_EVENT_MEMORY) {
+            fill_hang(entry.event->EventData.EventData.MemoryAccessFault, topology_.first_gpu(), 0);
+        }
+    }
+}
+
 void Events::fill_memory_faults(std::span<HsaEvent* const> events) {
     for (const xenhsa_notify& record : client_.take_notifications()) {
         if (record.type == XENHSA_NOTIFY_GPU_FAULT) {
@@ -146,17 +174,14 @@ void Events::fill_memory_faults(std::span<HsaEvent* const> events) {
         // What KFD's memory exception data gives: the queue stopped for good, so the
         // process cannot go on (ROCr's wait-any returns on this flag and aborts).
         HsaMemoryAccessFault& fault = event->EventData.EventData.MemoryAccessFault;
+        if (last_fault_hang_) {
+            fill_hang(fault, topology_.first_gpu(), *last_fault_);  // a queue hung
+            continue;
+        }
         fault = HsaMemoryAccessFault{};
         fault.NodeId = topology_.first_gpu();
         fault.VirtualAddress = *last_fault_;
-        if (last_fault_hang_) {
-            // A queue hung: what KFD reports of a GPU's hang recovery (ROCr: "Generic hang
-            // recovery"), no address.
-            fault.Failure.ErrorType = 3;
-            fault.Failure.Imprecise = 1;
-        } else {
-            fault.Failure.NotPresent = 1;  // the GPU may not reach that address
-        }
+        fault.Failure.NotPresent = 1;  // the GPU may not reach that address
         fault.Flags = HSA_EVENTID_MEMORY_FATAL_PROCESS;
     }
 }
@@ -165,6 +190,8 @@ Result<void> Events::wait(std::span<HsaEvent* const> events, bool all, uint32_t 
     auto waited = wait_events(events, all, timeout_ms);
     if (waited) {
         fill_memory_faults(events);
+    } else if (waited.error().category() == frontend_category()) {
+        report_link_lost(waited.error());
     }
     return waited;
 }

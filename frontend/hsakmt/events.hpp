@@ -12,6 +12,12 @@
 // A GPU memory fault sets the backend's memory events (as KFD does); a wait that sees
 // one fire fills its MemoryAccessFault from the GPU_FAULT notification, the way the
 // thunk fills it from KFD's event data, so ROCr's VM-fault handler reports the address.
+//
+// A wait that finds the link to the backend broken (the backend broke the protocol, went
+// away, or the device went down) reports it as what a GPU reset is to a process: every
+// memory event of this library gets KFD's hang data (ErrorType 3, imprecise, fatal), which
+// ROCr's wait loops check before anything else, so its VM-fault handler says "Generic
+// hang recovery" and aborts the program instead of waking it 20 times a second forever.
 #ifndef XENHSA_FRONTEND_HSAKMT_EVENTS_HPP
 #define XENHSA_FRONTEND_HSAKMT_EVENTS_HPP
 
@@ -60,6 +66,8 @@ private:
     Result<void> wait_any(std::span<const Handle> handles, uint32_t timeout_ms);
     // After a wait: memory events among `events` get the last GPU fault's data.
     void fill_memory_faults(std::span<HsaEvent* const> events);
+    // The link broke: every memory event gets a hang's data.
+    void report_link_lost(const std::error_code& why);
 
     Client& client_;
     Memory& memory_;
@@ -68,6 +76,7 @@ private:
     uint64_t page_ = 0;                   // the events page (allocated on first use)
     std::optional<uint64_t> last_fault_;  // address of the last GPU_FAULT notification
     bool last_fault_hang_ = false;        // ... which reported a hung queue
+    bool link_lost_ = false;
     std::vector<bool> slots_;
 };
 

@@ -31,6 +31,15 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtOpenKFD(void) {
     try {
         std::lock_guard serial(t.open_close);
         std::unique_lock lock(t.mutex);
+        if (t.forked_child()) {
+            // The real thunk opens anew in a child; here that would be a second process on
+            // the parent's device, whose handshake resets the parent's connection.
+            t.abandon_parents();
+            log().error(
+                "hsaKmtOpenKFD: a child forked from a ROCm process cannot open its parent's "
+                "xenhsa device (one ROCm process per device)");
+            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
+        }
         if (t.opens > 0) {
             ++t.opens;
             return HSAKMT_STATUS_KERNEL_ALREADY_OPENED;  // as the thunk answers
@@ -42,6 +51,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtOpenKFD(void) {
             return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }
         t.opens = 1;
+        t.owner = ::getpid();
         return HSAKMT_STATUS_SUCCESS;
     } catch (const std::bad_alloc&) {
         return HSAKMT_STATUS_NO_MEMORY;
@@ -55,6 +65,10 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtCloseKFD(void) {
     try {
         std::lock_guard serial(t.open_close);
         std::unique_lock lock(t.mutex);
+        if (t.forked_child()) {
+            t.abandon_parents();
+            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
+        }
         if (t.opens == 0) {
             return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }

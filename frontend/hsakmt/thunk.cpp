@@ -1,11 +1,36 @@
 #include "thunk.hpp"
 
+#include <pthread.h>
+
 #include <xenhsa/frontend/errors.hpp>
 
 namespace xenhsa::frontend::hsakmt {
 
+namespace {
+
+Thunk* make_thunk() {
+    auto* t = new Thunk();
+    // Around fork(): no call is half done in the child, whose only thread is the forking one.
+    ::pthread_atfork(
+        [] {
+            thunk().open_close.lock();
+            thunk().mutex.lock();
+        },
+        [] {
+            thunk().mutex.unlock();
+            thunk().open_close.unlock();
+        },
+        [] {
+            thunk().mutex.unlock();
+            thunk().open_close.unlock();
+        });
+    return t;
+}
+
+}  // namespace
+
 Thunk& thunk() noexcept {
-    static Thunk* const instance = new Thunk();
+    static Thunk* const instance = make_thunk();
     return *instance;
 }
 

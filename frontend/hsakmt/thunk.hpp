@@ -6,6 +6,7 @@
 #define XENHSA_FRONTEND_HSAKMT_THUNK_HPP
 
 #include <hsakmt.h>
+#include <unistd.h>
 
 #include <memory>
 #include <mutex>
@@ -22,9 +23,23 @@ struct Thunk {
     std::mutex mutex;
     uint32_t opens = 0;
     std::unique_ptr<Session> session;
+    pid_t owner = 0;  // the process that opened the session
+
+    // A child forked after the open holds copies of its parent's ring, grants and event
+    // channel: as the real thunk (CHECK_KFD_OPEN), it gets
+    // HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED and nothing of the parent's is touched.
+    [[nodiscard]] bool forked_child() const noexcept { return session && owner != ::getpid(); }
+    // In a forked child: forgets the parent's session without a request (its destructor
+    // would drive the parent's ring and close the parent's device).
+    void abandon_parents() noexcept {
+        (void)session.release();  // NOLINT(bugprone-unused-return-value): the child's copy
+        opens = 0;
+    }
 };
 
-// Never destroyed: ROCr may call in from atexit handlers and other threads at exit.
+// Never destroyed: ROCr may call in from atexit handlers and other threads at exit. Its
+// mutexes are held across fork() (pthread_atfork), so that a child never inherits them
+// locked by a thread it does not have.
 Thunk& thunk() noexcept;
 
 HSAKMT_STATUS to_status(const std::error_code& ec) noexcept;
@@ -38,7 +53,7 @@ HSAKMT_STATUS call(const char* name, F&& body) noexcept {
     Thunk& t = thunk();
     try {
         std::unique_lock lock(t.mutex);
-        if (!t.session) {
+        if (!t.session || t.forked_child()) {
             return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }
         const HSAKMT_STATUS status = body(*t.session);

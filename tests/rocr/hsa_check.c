@@ -32,6 +32,11 @@
  *   xenhsa-rocr-check --queue-error-abort CAUSE
  *                                     the same on a queue without a callback: ROCr's default
  *                                     handler is expected to print why and abort (SIGABRT)
+ *   xenhsa-rocr-check --fork          forks after hsa_init: the child's libhsakmt calls must
+ *                                     answer HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED (20,
+ *                                     as the real thunk's) and leave the parent's device
+ *                                     alone, its hsaKmtCloseKFD included; the parent
+ *                                     then computes again
  *   xenhsa-rocr-check --system-mib N  prints the fine-grained system pool's size and
  *                                     ALLOC_MAX_SIZE, allocates N MiB there, fills it on the
  *                                     GPU (hsa_amd_memory_fill) and checks every dword
@@ -44,6 +49,7 @@
  * Exit code 0 iff every check held.
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <inttypes.h>
@@ -51,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -317,6 +324,8 @@ static void long_wait(unsigned delay_ms) {
     }
     pthread_t thread;
     pthread_create(&thread, NULL, set_later, &s);
+    printf("info long-wait-start\n");
+    fflush(stdout);
     const double cpu0 = now_ms(CLOCK_THREAD_CPUTIME_ID), wall0 = now_ms(CLOCK_MONOTONIC);
     const hsa_signal_value_t value = hsa_signal_wait_scacquire(s.signal, HSA_SIGNAL_CONDITION_LT, 1,
                                                                UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
@@ -345,6 +354,39 @@ static void fault(struct ctx* c) {
     check(
         "fault-reported", 0,
         completed ? "the faulting dispatch completed" : "ROCr's wait timed out: no fault reported");
+}
+
+/* A child forked from this ROCm process calls libhsakmt (found as any program would, by
+ * its symbols), closes it and exits; the parent's session must not notice. */
+static void forked(struct ctx* c) {
+    int (*get_version)(void*) = (int (*)(void*))dlsym(RTLD_DEFAULT, "hsaKmtGetVersion");
+    int (*open_kfd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hsaKmtOpenKFD");
+    int (*close_kfd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hsaKmtCloseKFD");
+    if (get_version == NULL || open_kfd == NULL || close_kfd == NULL) {
+        check("fork-child", 0, "no hsaKmt symbols in the process");
+        return;
+    }
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid == 0) {
+        unsigned char version[64];
+        const int before = get_version(version);
+        const int opened = open_kfd();
+        const int after = get_version(version);
+        const int closed = close_kfd();
+        printf("info fork-child get-version=%d open=%d get-version-after=%d close=%d\n", before,
+               opened, after, closed);
+        fflush(stdout);
+        /* _exit: the child's copy of ROCr was never shut down (a sanitized build's leak
+         * check would count it). */
+        _exit(before == 20 && opened == 20 && after == 20 && closed == 20 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    char detail[64];
+    snprintf(detail, sizeof detail, "child status %d", status);
+    check("fork-child", pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0, detail);
+    check("fork-parent-goes-on", one_pass(c, 1), "");
 }
 
 /* `mib` MiB of fine-grained system memory, filled by the GPU and checked dword by dword;
@@ -662,6 +704,7 @@ int main(int argc, char** argv) {
     int error_callback = 0;
     size_t system_mib = 0;
     int system_refused = 0;
+    int do_fork = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
@@ -679,17 +722,20 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "--queue-error-abort") == 0 && i + 1 < argc) {
             error_cause = argv[++i];
             error_callback = 0;
+        } else if (strcmp(argv[i], "--fork") == 0) {
+            do_fork = 1;
         } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
             system_mib = strtoull(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--system-mib-refused") == 0 && i + 1 < argc) {
             system_mib = strtoull(argv[++i], NULL, 10);
             system_refused = 1;
         } else {
-            fprintf(stderr,
-                    "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
-                    "[--queue-error CAUSE] "
-                    "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
+                "[--queue-error CAUSE] "
+                "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] [--fork]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -738,6 +784,9 @@ int main(int argc, char** argv) {
         }
         if (system_mib != 0) {
             system_memory(&c, system_mib, system_refused);
+        }
+        if (do_fork) {
+            forked(&c);
         }
         if (do_fault) {
             fault(&c);

@@ -301,6 +301,47 @@ TEST_F(Rocr, AStoppedQueueWithoutACallbackAbortsWithROCrsMessage) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
+// A worker killed while the program waits: the guest library reports the broken link as
+// a GPU reset, and ROCr's VM-fault handler aborts the program with its message within a
+// second, instead of its waits waking forever.
+TEST_F(Rocr, ALostBackendEndsTheProgramAsAGpuResetWithinASecond) {
+    CapturedProcess program(
+        run_args({"/bin/sh", "-c",
+                  std::string("exec ") + XENHSA_ROCR_CHECK_BINARY + " --wait-ms 60000 2>&1"}));
+    ASSERT_TRUE(program.wait_for_line("info long-wait-start", kScenarioPatience))
+        << program.output();
+    const uint32_t domid = last_domid();
+    const auto dev = device(domid);
+    ASSERT_TRUE(dev && dev->contains("worker_pid")) << status_text();
+    const auto worker = dev->at("worker_pid").get<pid_t>();
+    const auto killed = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(worker, SIGKILL), 0);
+    const auto ended = program.wait(kPatience);
+    const auto took = std::chrono::steady_clock::now() - killed;
+    ASSERT_TRUE(ended) << program.output();
+    EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 128 + SIGABRT)
+        << "exit status " << *ended << "\n"
+        << program.output();
+    EXPECT_NE(program.output().find("Reason: Generic hang recovery"), std::string::npos)
+        << program.output();
+    EXPECT_NE(program.output().find("the link to the backend broke"), std::string::npos)
+        << program.output();
+    EXPECT_LT(took, 1s) << std::chrono::duration<double>(took).count() << " s\n"
+                        << program.output();
+}
+
+// A child forked from a ROCm process holds copies of its parent's ring, grants and event
+// channel: as with the real thunk, its libhsakmt calls answer KERNEL_IO_CHANNEL_NOT_OPENED,
+// its hsaKmtCloseKFD touches nothing of the parent's, and the parent computes on.
+TEST_F(Rocr, AForkedChildGetsNoChannelAndLeavesItsParentAlone) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--fork"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "fork-child")) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "fork-parent-goes-on")) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
 // The system pool ROCr reports is what this guest can really have: on the embedded
 // hypervisor's defaults its grant table (256 frames: 131,064 pages), less than its map
 // share (262,144 pages) and far less than the host's RAM. An allocation past it is
