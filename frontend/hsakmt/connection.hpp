@@ -30,6 +30,7 @@ public:
     [[nodiscard]] Client& client() noexcept { return *client_; }
     [[nodiscard]] xenhsa_doorbell_page& doorbell_page() { return device_->doorbell_page(); }
     [[nodiscard]] xen::DomId domid() const noexcept { return domid_; }
+    [[nodiscard]] SerialLink& link() noexcept { return *link_; }
     // This guest's memory limits as they are now (the grant capacity is read again).
     [[nodiscard]] MemoryLimits memory_limits() const;
 

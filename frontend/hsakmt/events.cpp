@@ -190,7 +190,8 @@ Result<void> Events::wait(std::span<HsaEvent* const> events, bool all, uint32_t 
     auto waited = wait_events(events, all, timeout_ms);
     if (waited) {
         fill_memory_faults(events);
-    } else if (waited.error().category() == frontend_category()) {
+    } else if (waited.error().category() == frontend_category() &&
+               waited.error() != std::error_code(Errc::closing)) {
         report_link_lost(waited.error());
     }
     return waited;

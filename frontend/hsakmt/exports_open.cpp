@@ -73,7 +73,10 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtCloseKFD(void) {
             return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }
         if (--t.opens == 0) {
-            t.session.reset();  // queues, events, memory, then the device closes
+            // New calls find no session; threads waiting in the old one leave it first.
+            std::unique_ptr<Session> closing = std::move(t.session);
+            closing->quiesce();
+            closing.reset();  // queues, events, memory, then the device closes
         }
         return HSAKMT_STATUS_SUCCESS;
     } catch (...) {

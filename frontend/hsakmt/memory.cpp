@@ -235,7 +235,9 @@ bool Memory::release_backend(Allocation& a) noexcept {
         }
     };
     for (auto& [va, sub] : a.scratch) {
-        step(client_.unmap_from_gpu(sub.alloc));
+        if (sub.gpu_mapped) {
+            step(client_.unmap_from_gpu(sub.alloc));
+        }
         step(client_.free(sub.alloc));
     }
     a.scratch.clear();
@@ -304,7 +306,10 @@ Result<void> Memory::map_handle(Allocation& a, Handle handle, uint64_t mask) {
     if (a.gpu_mask != 0 && (mask & ~a.gpu_mask) == 0) {
         return boost::outcome_v2::success();  // already reachable from those nodes
     }
-    if (a.gpu_mask != 0) {
+    // The backend maps a handle once (BAD_STATE when mapped): more nodes take an unmap
+    // first, and a remap that fails gives the old nodes back.
+    const uint64_t old_mask = a.gpu_mask;
+    if (old_mask != 0) {
         if (auto r = client_.unmap_from_gpu(handle); !r) {
             return r;
         }
@@ -313,6 +318,11 @@ Result<void> Memory::map_handle(Allocation& a, Handle handle, uint64_t mask) {
     const uint32_t flags = a.flags.ui32.ReadOnly != 0 ? XENHSA_GPU_MAP_READ_ONLY : 0u;
     auto gpu_va = client_.map_to_gpu(handle, mask, flags);
     if (!gpu_va) {
+        if (old_mask != 0 && client_.map_to_gpu(handle, old_mask, flags)) {
+            a.gpu_mask = old_mask;
+        } else {
+            a.mapped_nodes.clear();
+        }
         return gpu_va.error();
     }
     a.gpu_mask = mask;
@@ -369,12 +379,19 @@ Result<void> Memory::unmap_from_gpu(uint64_t va) {
         if (it == a->scratch.end()) {
             return errc(std::errc::invalid_argument);
         }
-        const Handle handle = it->second.alloc;
-        a->scratch.erase(it);
-        if (auto r = client_.unmap_from_gpu(handle); !r) {
+        // The record goes only once the backend let go of both (release_backend retries).
+        ScratchMap& sub = it->second;
+        if (sub.gpu_mapped) {
+            if (auto r = client_.unmap_from_gpu(sub.alloc); !r) {
+                return r;
+            }
+            sub.gpu_mapped = false;
+        }
+        if (auto r = client_.free(sub.alloc); !r) {
             return r;
         }
-        return client_.free(handle);
+        a->scratch.erase(it);
+        return boost::outcome_v2::success();
     }
     if (a->gpu_mask == 0) {
         return boost::outcome_v2::success();  // as the thunk: unmapping unmapped memory is fine

@@ -71,6 +71,7 @@ private:
     struct ScratchMap {
         uint64_t size = 0;
         Handle alloc = 0;
+        bool gpu_mapped = true;  // false once UNMAP_FROM_GPU succeeded and FREE did not
     };
     struct Allocation {
         uint64_t va = 0;

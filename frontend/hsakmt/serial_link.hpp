@@ -8,6 +8,10 @@
 // the others sleep on a condition variable. Whoever returns from wait() re-takes the
 // mutex and drains the ring for everyone, so a reply meant for another thread lands in the
 // Client's ready set and that thread is woken to find it. No thread ever spins.
+//
+// hsaKmtCloseKFD may come while other threads wait: shut_down() wakes them (the poller
+// through an eventfd of its own), makes their waits fail (Errc::closing) and returns
+// once none is left inside wait(), so the session is never destroyed under a waiter.
 #ifndef XENHSA_FRONTEND_HSAKMT_SERIAL_LINK_HPP
 #define XENHSA_FRONTEND_HSAKMT_SERIAL_LINK_HPP
 
@@ -20,8 +24,10 @@ namespace xenhsa::frontend::hsakmt {
 class SerialLink final : public Link {
 public:
     // `mutex` is held by the caller of every member function.
-    SerialLink(GuestDevice& device, int event_fd, int store_fd, std::mutex& mutex) noexcept
-        : device_(device), event_fd_(event_fd), store_fd_(store_fd), mutex_(mutex) {}
+    SerialLink(GuestDevice& device, int event_fd, int store_fd, std::mutex& mutex) noexcept;
+    ~SerialLink() override;
+    SerialLink(const SerialLink&) = delete;
+    SerialLink& operator=(const SerialLink&) = delete;
 
     FrontRing& ring() override { return device_.ring(); }
     std::span<std::byte> notify_page() override { return device_.notify_page(); }
@@ -34,13 +40,22 @@ public:
     Result<void> check_backend() override { return device_.check_backend(); }
     void mark_broken() noexcept override { device_.mark_broken(); }
 
+    // Every other thread out of wait(), their waits failed; under the mutex (let go while
+    // they leave). Then `reopen()` lets the closing thread's own teardown wait again.
+    void shut_down();
+    void reopen() noexcept { closing_ = false; }
+
 private:
     GuestDevice& device_;
     int event_fd_;
     int store_fd_;
     std::mutex& mutex_;
     std::condition_variable_any woken_;
+    std::condition_variable_any left_;  // a thread left wait()
     bool polling_ = false;
+    bool closing_ = false;
+    uint32_t waiters_ = 0;  // threads inside wait()
+    int wake_fd_ = -1;      // an eventfd that ends the poller's poll()
 };
 
 }  // namespace xenhsa::frontend::hsakmt

@@ -27,6 +27,13 @@ public:
     [[nodiscard]] Events& events() noexcept { return *events_; }
     [[nodiscard]] Queues& queues() noexcept { return *queues_; }
 
+    // Before the last hsaKmtCloseKFD destroys it: every other thread out of its waits
+    // (SerialLink::shut_down), then the destructors' own requests may wait again.
+    void quiesce() {
+        connection_->link().shut_down();
+        connection_->link().reopen();
+    }
+
     // hsaKmtSetTrapHandler: kept, never used by a GPU that takes no traps.
     uint64_t trap_handler = 0;
     uint64_t trap_buffer = 0;

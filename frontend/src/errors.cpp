@@ -22,6 +22,8 @@ public:
                 return "access fault (SIGSEGV)";
             case Errc::not_connected:
                 return "not connected";
+            case Errc::closing:
+                return "the session is closing";
         }
         return "unknown xenhsa-frontend error";
     }

@@ -37,6 +37,12 @@
  *                                     as the real thunk's) and leave the parent's device
  *                                     alone, its hsaKmtCloseKFD included; the parent
  *                                     then computes again
+ *   xenhsa-rocr-check --close-under-wait
+ *                                     the last hsaKmtCloseKFD while another thread waits in
+ *                                     hsaKmtWaitOnEvent (libhsakmt opened once more beside
+ *                                     ROCr, both closed): the wait must end with an error
+ *                                     within 1 s and nothing may touch the closed session;
+ *                                     the program then exits without hsa_shut_down
  *   xenhsa-rocr-check --system-mib N  prints the fine-grained system pool's size and
  *                                     ALLOC_MAX_SIZE, allocates N MiB there, fills it on the
  *                                     GPU (hsa_amd_memory_fill) and checks every dword
@@ -52,6 +58,7 @@
 #include <dlfcn.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include <hsakmt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -389,6 +396,59 @@ static void forked(struct ctx* c) {
     check("fork-parent-goes-on", one_pass(c, 1), "");
 }
 
+struct waiter {
+    HSAKMT_STATUS (*wait)(HsaEvent*, HSAuint32);
+    HsaEvent* event;
+    HSAKMT_STATUS status;
+    double ended_ms;
+};
+
+static void* wait_long(void* arg) {
+    struct waiter* w = arg;
+    w->status = w->wait(w->event, 60000);
+    w->ended_ms = now_ms(CLOCK_MONOTONIC);
+    return NULL;
+}
+
+/* Returns 1 when the checks held. */
+static int close_under_wait(void) {
+    HSAKMT_STATUS (*open_kfd)(void) = (HSAKMT_STATUS(*)(void))dlsym(RTLD_DEFAULT, "hsaKmtOpenKFD");
+    HSAKMT_STATUS (*close_kfd)
+    (void) = (HSAKMT_STATUS(*)(void))dlsym(RTLD_DEFAULT, "hsaKmtCloseKFD");
+    HSAKMT_STATUS (*create)
+    (HsaEventDescriptor*, bool, bool, HsaEvent**) = (HSAKMT_STATUS(*)(
+        HsaEventDescriptor*, bool, bool, HsaEvent**))dlsym(RTLD_DEFAULT, "hsaKmtCreateEvent");
+    struct waiter w = {
+        (HSAKMT_STATUS(*)(HsaEvent*, HSAuint32))dlsym(RTLD_DEFAULT, "hsaKmtWaitOnEvent"), NULL,
+        HSAKMT_STATUS_SUCCESS, 0};
+    if (!open_kfd || !close_kfd || !create || !w.wait) {
+        check("close-under-wait", 0, "no hsaKmt symbols in the process");
+        return 0;
+    }
+    HsaEventDescriptor desc;
+    memset(&desc, 0, sizeof desc);
+    desc.EventType = HSA_EVENTTYPE_SIGNAL;
+    if (open_kfd() != HSAKMT_STATUS_KERNEL_ALREADY_OPENED ||
+        create(&desc, false, false, &w.event) != HSAKMT_STATUS_SUCCESS) {
+        check("close-under-wait", 0, "open or event create failed");
+        return 0;
+    }
+    pthread_t thread;
+    pthread_create(&thread, NULL, wait_long, &w);
+    usleep(300 * 1000); /* the waiter is in its wait */
+    const double closing = now_ms(CLOCK_MONOTONIC);
+    const HSAKMT_STATUS first = close_kfd();  /* ours */
+    const HSAKMT_STATUS second = close_kfd(); /* ROCr's: the session goes */
+    pthread_join(thread, NULL);
+    char detail[160];
+    snprintf(detail, sizeof detail, "close=%d,%d wait=%d after_ms=%.1f", (int)first, (int)second,
+             (int)w.status, w.ended_ms - closing);
+    const int ok = first == HSAKMT_STATUS_SUCCESS && second == HSAKMT_STATUS_SUCCESS &&
+                   w.status != HSAKMT_STATUS_SUCCESS && w.ended_ms - closing < 1000;
+    check("close-under-wait", ok, detail);
+    return ok;
+}
+
 /* `mib` MiB of fine-grained system memory, filled by the GPU and checked dword by dword;
  * 0 when the allocation was refused (`status`). */
 static int system_fill(struct ctx* c, size_t mib, const char* name, hsa_status_t* status) {
@@ -705,6 +765,7 @@ int main(int argc, char** argv) {
     size_t system_mib = 0;
     int system_refused = 0;
     int do_fork = 0;
+    int do_close_under_wait = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
@@ -724,18 +785,20 @@ int main(int argc, char** argv) {
             error_callback = 0;
         } else if (strcmp(argv[i], "--fork") == 0) {
             do_fork = 1;
+        } else if (strcmp(argv[i], "--close-under-wait") == 0) {
+            do_close_under_wait = 1;
         } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
             system_mib = strtoull(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--system-mib-refused") == 0 && i + 1 < argc) {
             system_mib = strtoull(argv[++i], NULL, 10);
             system_refused = 1;
         } else {
-            fprintf(
-                stderr,
-                "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
-                "[--queue-error CAUSE] "
-                "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] [--fork]\n",
-                argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
+                    "[--queue-error CAUSE] "
+                    "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
+                    "[--fork] [--close-under-wait]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -787,6 +850,14 @@ int main(int argc, char** argv) {
         }
         if (do_fork) {
             forked(&c);
+        }
+        if (do_close_under_wait) {
+            /* ROCr's session is gone: no hsa_shut_down. */
+            const int ok = close_under_wait();
+            printf("summary rocr-check checks=%u failed=%u result=%s\n", checks, failures,
+                   failures == 0 && ok ? "ok" : "FAIL");
+            fflush(stdout);
+            _exit(failures == 0 && ok ? 0 : 1);
         }
         if (do_fault) {
             fault(&c);

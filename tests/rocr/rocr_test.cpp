@@ -342,6 +342,16 @@ TEST_F(Rocr, AForkedChildGetsNoChannelAndLeavesItsParentAlone) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
+// The last hsaKmtCloseKFD while another thread waits: the wait ends with an error at once
+// and the closed session is never touched (a sanitized library would report it).
+TEST_F(Rocr, ClosingWhileAnotherThreadWaitsEndsTheWaitSafely) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--close-under-wait"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "close-under-wait")) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
 // The system pool ROCr reports is what this guest can really have: on the embedded
 // hypervisor's defaults its grant table (256 frames: 131,064 pages), less than its map
 // share (262,144 pages) and far less than the host's RAM. An allocation past it is

@@ -15,6 +15,7 @@ enum class Errc : int {
     revoked_access,      // probe(): the page is gone (SIGBUS), e.g. a revoked LEND
     access_fault,        // probe(): no access (SIGSEGV), e.g. PROT_NONE or read-only
     not_connected,       // no HELLO has reached CONNECTED yet, or the device is down
+    closing,             // the session is being closed by another thread (a wait ends)
 };
 
 const std::error_category& frontend_category() noexcept;
