@@ -25,6 +25,19 @@ Client::Client(Link& link, xen::GrantSharer& sharer, xen::GrantMapper& mapper,
 
 Client::~Client() = default;
 
+bool Client::changes_objects(uint32_t cmd) noexcept {
+    switch (cmd) {
+        case XENHSA_CMD_QUERY:
+        case XENHSA_CMD_EVENT_SET:
+        case XENHSA_CMD_EVENT_RESET:
+        case XENHSA_CMD_EVENT_WAIT:
+        case XENHSA_CMD_EVENT_WAIT_CANCEL:
+            return false;  // late, they change nothing the guest keeps a record of
+        default:
+            return true;
+    }
+}
+
 std::error_code Client::fail_broken() noexcept {
     if (!broken_) {
         broken_ = true;
@@ -206,6 +219,12 @@ Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline) {
         const auto now = Clock::now();
         if (now >= deadline) {
             pending->second.abandoned = true;
+            if (changes_objects(pending->second.sent.cmd)) {
+                // A late success would leave an object the guest no longer knows of (a
+                // queue reading memory the guest reuses): the session ends instead, and
+                // the backend tears it down.
+                (void)fail_broken();
+            }
             return sys_error(ETIMEDOUT);
         }
         const auto slice = std::min<Clock::duration>(deadline - now, kPollSlice);

@@ -48,6 +48,16 @@ protected:
         ASSERT_TRUE(s) << s.error().message();
     }
 
+    // Connected, then a backend that answers nothing; the requests it held land in held_.
+    void go_silent() {
+        connect();
+        link_.handler = [this](const xenhsa_req_slot& req) {
+            held_.push_back(req);
+            return std::optional<FakeAnswer>{};
+        };
+    }
+    std::vector<xenhsa_req_slot> held_;
+
     FakeLink link_;
     FakeSharer sharer_;
     FakeMapper mapper_{64};
@@ -219,20 +229,33 @@ TEST_F(ClientTest, GarbledResponseIsABrokenBackend) {
     EXPECT_EQ(client_.unpin(Handle{9}).error(), Errc::backend_broken);
 }
 
+// A late QUEUE_CREATE or ALLOC would leave a live object the guest has no record of: a
+// request that creates or destroys one ends the session when it times out.
+TEST_F(ClientTest, AStateChangingRequestThatTimesOutEndsTheSession) {
+    go_silent();
+    Client quick(link_, sharer_, mapper_, ClientOptions{30ms});
+    auto r = quick.call(XENHSA_CMD_QUEUE_DESTROY, xenhsa_handle_req{4});
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error(), std::errc::timed_out);
+    EXPECT_TRUE(link_.broken) << "the device must be closing";
+    link_.handler = nullptr;
+    EXPECT_EQ(quick.call(XENHSA_CMD_EVENT_RESET, xenhsa_handle_req{4}).error(),
+              Errc::backend_broken);
+    EXPECT_TRUE(Client::changes_objects(XENHSA_CMD_ALLOC));
+    EXPECT_TRUE(Client::changes_objects(XENHSA_CMD_QUEUE_CREATE));
+    EXPECT_FALSE(Client::changes_objects(XENHSA_CMD_EVENT_WAIT));
+}
+
 TEST_F(ClientTest, SilentBackendTimesOutAndTheLateReplyIsDropped) {
-    connect();
-    std::vector<xenhsa_req_slot> held;
-    link_.handler = [&](const xenhsa_req_slot& req) {
-        held.push_back(req);
-        return std::optional<FakeAnswer>{};
-    };
+    go_silent();
     Client quick(link_, sharer_, mapper_, ClientOptions{30ms});
     auto r = quick.call(XENHSA_CMD_EVENT_SET, xenhsa_handle_req{4});
     ASSERT_FALSE(r);
     EXPECT_EQ(r.error(), std::errc::timed_out);
-    ASSERT_EQ(held.size(), 1u);
+    EXPECT_FALSE(link_.broken) << "a late EVENT_SET changes nothing the guest keeps";
+    ASSERT_EQ(held_.size(), 1u);
     EXPECT_EQ(quick.outstanding(), 1u);  // its credit stays taken until the reply comes
-    link_.respond(held[0].hdr.seqno, XENHSA_STATUS_OK, {});
+    link_.respond(held_[0].hdr.seqno, XENHSA_STATUS_OK, {});
     link_.handler = nullptr;
     auto next = quick.call(XENHSA_CMD_EVENT_RESET, xenhsa_handle_req{4});
     ASSERT_TRUE(next);

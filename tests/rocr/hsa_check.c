@@ -413,9 +413,9 @@ static void* wait_long(void* arg) {
 /* Returns 1 when the checks held. */
 static int close_under_wait(void) {
     HSAKMT_STATUS (*open_kfd)(void) = (HSAKMT_STATUS(*)(void))dlsym(RTLD_DEFAULT, "hsaKmtOpenKFD");
-    HSAKMT_STATUS (*close_kfd)
+    HSAKMT_STATUS(*close_kfd)
     (void) = (HSAKMT_STATUS(*)(void))dlsym(RTLD_DEFAULT, "hsaKmtCloseKFD");
-    HSAKMT_STATUS (*create)
+    HSAKMT_STATUS(*create)
     (HsaEventDescriptor*, bool, bool, HsaEvent**) = (HSAKMT_STATUS(*)(
         HsaEventDescriptor*, bool, bool, HsaEvent**))dlsym(RTLD_DEFAULT, "hsaKmtCreateEvent");
     struct waiter w = {

@@ -69,6 +69,9 @@ public:
     [[nodiscard]] VaAllocator& window() noexcept { return allocator_; }
 
     // --- generic requests: the checked reply, whatever its status -----------------------
+    // Whether a late success of `cmd` creates or destroys an object the guest keeps a
+    // record of: such a request that times out ends the session (3.7).
+    static bool changes_objects(uint32_t cmd) noexcept;
     Result<Reply> call(uint32_t cmd, std::span<const std::byte> payload);
     template <class Wire>
     Result<Reply> call(uint32_t cmd, const Wire& wire) {
