@@ -317,6 +317,63 @@ TEST_F(SimTest, KilledMapperIsUnpinnedAndItsUnmapNotificationRuns) {
     EXPECT_TRUE(exited_with(gst, 0)) << describe_status(gst);
 }
 
+// gntalloc's notification on pages a domain grants: when the sharing process dies, the
+// byte is cleared in the pages its peer still maps, and the peer's port fires.
+TEST_F(SimTest, AKilledSharersUnmapNotificationClearsItsByteAndFiresThePort) {
+    const DomId g = create_guest("guest");
+    constexpr uint32_t kAliveByte = 8;
+    auto guest = spawn_in(g, [](Platform& p, Link& link) {
+        auto port = p.events->bind_unbound(0);
+        CHILD_CHECK(port);
+        auto shared =
+            p.sharer->share({.peer = 0,
+                             .pages = 2,
+                             .writable = true,
+                             .notify = {.clear_byte_at = kAliveByte, .port = port.value().port()}});
+        CHILD_CHECK(shared);
+        fill({shared.value().data(), 2 * kPage}, 0xAA);
+        link.send(shared.value().refs()[0]);
+        link.send(port.value().port());
+        for (;;) ::pause();
+    });
+    const auto ref = guest.link().receive();
+    const auto port = guest.link().receive();
+    ASSERT_TRUE(ref && port);
+    auto local = dom0.events->bind_interdomain(g, static_cast<Port>(*port));
+    ASSERT_TRUE(local);
+    const auto gref = static_cast<GrantRef>(*ref);
+    auto m = dom0.grants->map(
+        {.domid = g, .refs = std::span<const GrantRef>(&gref, 1), .writable = false});
+    ASSERT_TRUE(m);
+    EXPECT_EQ(m.value().data()[kAliveByte], std::byte{0xAA});
+
+    guest.kill(SIGKILL);
+    const auto gst = guest.wait();
+    EXPECT_TRUE(gst && WIFSIGNALED(*gst)) << describe_status(gst);
+    EXPECT_EQ(next_port(*dom0.events), local.value().port()) << "the sharer's death notifies";
+    EXPECT_EQ(m.value().data()[kAliveByte], std::byte{0}) << "and clears the byte";
+    EXPECT_EQ(m.value().data()[kAliveByte + 1], std::byte{0xAA}) << "that byte only";
+}
+
+TEST_F(SimTest, AShareNotificationNeedsAByteInTheFirstPageAndABoundPort) {
+    EXPECT_EQ(dom0.sharer
+                  ->share({.peer = 0,
+                           .pages = 1,
+                           .writable = true,
+                           .notify = {.clear_byte_at = kPage, .port = std::nullopt}})
+                  .error()
+                  .value(),
+              EINVAL);
+    EXPECT_EQ(dom0.sharer
+                  ->share({.peer = 0,
+                           .pages = 1,
+                           .writable = true,
+                           .notify = {.clear_byte_at = std::nullopt, .port = 999}})
+                  .error()
+                  .value(),
+              EINVAL);
+}
+
 TEST_F(SimTest, UnmapNotifyAlsoRunsOnAnOrdinaryUnmap) {
     const DomId g = create_guest("guest");
     auto guest = spawn_in(g, [](Platform& p, Link& link) {

@@ -160,9 +160,27 @@ private:
         void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE,
                          MAP_SHARED | (spec.at != nullptr ? MAP_FIXED : 0), fd,
                          static_cast<off_t>(index.value()));
-        const std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
+        std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
         if (p == MAP_FAILED && spec.at != nullptr) {
             rereserve(spec.at, len);  // a failed MAP_FIXED may already have unmapped the range
+        }
+        // The notification belongs to the grefs, so it is set while they are still ours
+        // (before the dealloc below); the kernel runs it when the mapping goes.
+        if (!map_err && (spec.notify.clear_byte_at || spec.notify.port)) {
+            ioctl_gntalloc_unmap_notify notify{};
+            notify.index = index.value() + spec.notify.clear_byte_at.value_or(0);
+            notify.action = (spec.notify.clear_byte_at ? UNMAP_NOTIFY_CLEAR_BYTE : 0) |
+                            (spec.notify.port ? UNMAP_NOTIFY_SEND_EVENT : 0);
+            notify.event_channel_port = spec.notify.port.value_or(0);
+            if (spec.notify.clear_byte_at.value_or(0) >= kPageSize ||
+                ::ioctl(fd, IOCTL_GNTALLOC_SET_UNMAP_NOTIFY, &notify) != 0) {
+                map_err = spec.notify.clear_byte_at.value_or(0) >= kPageSize ? errno_code(EINVAL)
+                                                                             : detail::last_error();
+                ::munmap(p, len);
+                if (spec.at != nullptr) {
+                    rereserve(spec.at, len);
+                }
+            }
         }
         // As libxengntshr: hand the grants to the kernel now, so that unmapping frees them
         // (or, unmapped already, frees them here).

@@ -60,8 +60,14 @@ static xen::Result<void> as_void(const xen::Result<std::vector<std::string>>& r)
 xen::Result<void> Peer::reset() { return as_void(call("reset")); }
 xen::Result<xen::DomId> Peer::domid() { return call_num<xen::DomId>("domid"); }
 
-xen::Result<PeerShare> Peer::share(xen::DomId to, std::size_t pages, bool writable) {
-    auto words = call("share " + num(to) + " " + num(pages) + " " + rw(writable));
+xen::Result<PeerShare> Peer::share(xen::DomId to, std::size_t pages, bool writable,
+                                   const xen::UnmapNotify& notify) {
+    std::string line = "share " + num(to) + " " + num(pages) + " " + rw(writable);
+    if (notify.clear_byte_at || notify.port) {
+        line += " " + (notify.clear_byte_at ? num(*notify.clear_byte_at) : std::string("-"));
+        line += " " + (notify.port ? num(*notify.port) : std::string("-"));
+    }
+    auto words = call(line);
     if (!words) {
         return words.error();
     }

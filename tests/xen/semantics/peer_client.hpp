@@ -29,7 +29,9 @@ public:
     xen::Result<void> reset();
     xen::Result<xen::DomId> domid();
 
-    xen::Result<PeerShare> share(xen::DomId to, std::size_t pages, bool writable);
+    // `notify`: gntalloc's unmap notification on the peer's own mapping (ShareSpec).
+    xen::Result<PeerShare> share(xen::DomId to, std::size_t pages, bool writable,
+                                 const xen::UnmapNotify& notify = {});
     xen::Result<void> fill(uint64_t sid, std::size_t off, std::size_t len, uint8_t byte);
     xen::Result<uint8_t> peek(uint64_t sid, std::size_t off);
     xen::Result<void> end_access(uint64_t sid);

@@ -84,9 +84,16 @@ std::string PeerExecutor::run(const std::vector<std::string>& w) {
         const auto to = static_cast<xen::DomId>(a.num(1, kMaxDom));
         const std::size_t pages = a.num(2, kMaxPages);
         const bool writable = a.rw(3);
+        xen::UnmapNotify notify;  // optional: "<clear byte|-> <port|->"
+        if (w.size() == 6) {
+            if (w[4] != "-") notify.clear_byte_at = static_cast<uint32_t>(a.num(4, kPage - 1));
+            if (w[5] != "-") notify.port = static_cast<xen::Port>(a.num(5, UINT32_MAX));
+        } else if (w.size() != 4) {
+            return kBad;
+        }
         if (a.bad) return kBad;
-        auto s =
-            p_.sharer->share({.peer = to, .pages = pages, .writable = writable, .at = nullptr});
+        auto s = p_.sharer->share(
+            {.peer = to, .pages = pages, .writable = writable, .at = nullptr, .notify = notify});
         if (!s) return err(s.error());
         const uint64_t id = next_id_++;
         std::string out = "ok " + std::to_string(id);

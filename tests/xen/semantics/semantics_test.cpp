@@ -409,6 +409,26 @@ TEST_F(Semantics, UnboundBindInterdomainAndNotifyRoundTripBothWays) {
     }
 }
 
+// gntalloc's notification on pages the peer grants: when its own mapping goes (here an
+// unshare; a process's death does the same), the byte is cleared in the page we still map
+// and our end of its port fires. How a backend learns that its frontend process is gone.
+TEST_F(Semantics, ASharersUnmapNotificationClearsItsByteAndFiresItsPort) {
+    ASSIGN_OR_FAIL(their, peer().bind_unbound(self_id()));
+    ASSIGN_OR_FAIL(mine, self().events->bind_interdomain(peer_id(), their));
+    ASSERT_TRUE(sem::drain_ports(*self().events, kQuiet));
+    ASSERT_TRUE(peer().drain_events(kQuiet));
+    ASSIGN_OR_FAIL(share, peer().share(self_id(), 2, true, {.clear_byte_at = 8, .port = their}));
+    ASSERT_TRUE(peer().fill(share.id, 0, 2 * kPage, 0xAB));
+    ASSIGN_OR_FAIL(m, map(peer_id(), share.refs, false));
+    EXPECT_EQ(byte_at(m.data() + 8), 0xAB);
+    ASSERT_TRUE(peer().unshare(share.id));
+    EXPECT_EQ(next_port(), mine.port()) << "the sharer's unmap notifies";
+    EXPECT_EQ(byte_at(m.data() + 8), 0) << "and clears the byte";
+    EXPECT_EQ(byte_at(m.data() + 9), 0xAB) << "that byte only";
+    EXPECT_EQ(byte_at(m.data() + kPage + 8), 0xAB);
+    m.reset();
+}
+
 TEST_F(Semantics, MaskedEventsAreNotDeliveredUntilUnmasked) {
     ASSIGN_OR_FAIL(their, peer().bind_unbound(self_id()));
     ASSIGN_OR_FAIL(mine, self().events->bind_interdomain(peer_id(), their));

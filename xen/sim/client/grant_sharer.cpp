@@ -30,6 +30,14 @@ public:
         req.pages = spec.pages;
         req.peer = spec.peer;
         req.writable = spec.writable ? 1 : 0;
+        if (spec.notify.clear_byte_at) {
+            req.notify |= wire::kNotifyClearByte;
+            req.clear_byte_at = *spec.notify.clear_byte_at;
+        }
+        if (spec.notify.port) {
+            req.notify |= wire::kNotifySendEvent;
+            req.notify_port = *spec.notify.port;
+        }
         auto reply = ch_.call(wire::Op::share, wire::as_bytes(req));
         if (!reply) return reply.error();
         if (auto ok = check(reply.value()); !ok) return ok.error();

@@ -36,6 +36,8 @@ struct ShareRecord {
     std::shared_ptr<GranterTable> table;
     std::shared_ptr<Segment> segment;
     std::vector<GrantRef> refs;
+    std::optional<uint32_t> clear_byte;  // gntalloc's unmap notification, in the first page
+    std::optional<Port> notify_port;     // in the sharer's domain, held
 };
 
 // A watch registered with a relative path: its events get relative paths too (xenstored).

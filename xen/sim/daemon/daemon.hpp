@@ -90,8 +90,10 @@ private:
     void teardown(Conn& c);
 
     // --- grants.cpp --------------------------------------------------------------------
-    Result<uint64_t> share(Conn& c, DomId peer, uint64_t pages, bool writable,
-                           std::vector<GrantRef>& refs, UniqueFd& segment_fd);
+    // With gntalloc's unmap notification when `req` asks for one: it runs when the share
+    // ends (released, revoked, ended, or the connection closed).
+    Result<uint64_t> share(Conn& c, const wire::ShareReq& req, std::vector<GrantRef>& refs,
+                           UniqueFd& segment_fd);
     Result<void> end_share(Conn& c, uint64_t id, wire::Op how);
     struct MapResult {
         uint64_t map_id = 0;
@@ -147,6 +149,8 @@ private:
     bool bound_ = false;
 
     std::map<ConnKey, std::unique_ptr<Conn>> conns_;
+    // gntalloc's order when a share ends: clear the byte, then notify.
+    void notify_share_end(const Conn& c, ShareRecord& rec) noexcept;
     // Grant pages the processes of `d` map now.
     [[nodiscard]] uint64_t maps_of(const Domain& d) const noexcept;
     ConnKey next_conn_ = 1;

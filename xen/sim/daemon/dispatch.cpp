@@ -315,10 +315,14 @@ void Daemon::on_grants(Conn& c, const wire::Message& req) {
         case Op::share: {
             if (!req.body_is<wire::ShareReq>() || !req.tail.empty()) break;
             const auto body = req.body_as<wire::ShareReq>();
-            if (body.pages == 0 || body.pages > wire::kMaxBatch || body.writable > 1) break;
+            if (body.pages == 0 || body.pages > wire::kMaxBatch || body.writable > 1 ||
+                (body.notify & ~(wire::kNotifyClearByte | wire::kNotifySendEvent)) != 0 ||
+                body.pad != 0) {
+                break;
+            }
             std::vector<GrantRef> refs;
             UniqueFd fd;
-            auto id = share(c, body.peer, body.pages, body.writable != 0, refs, fd);
+            auto id = share(c, body, refs, fd);
             if (!id) {
                 reply_error(c, req, id.error());
                 return;

@@ -37,11 +37,18 @@ uint64_t Daemon::maps_of(const Domain& d) const noexcept {
     return mapped;
 }
 
-Result<uint64_t> Daemon::share(Conn& c, DomId peer, uint64_t pages, bool writable,
-                               std::vector<GrantRef>& refs, UniqueFd& segment_fd) {
+Result<uint64_t> Daemon::share(Conn& c, const wire::ShareReq& req, std::vector<GrantRef>& refs,
+                               UniqueFd& segment_fd) {
+    const DomId peer = req.peer;
+    const uint64_t pages = req.pages;
+    const bool writable = req.writable != 0;
+    const bool clear = (req.notify & wire::kNotifyClearByte) != 0;
+    const bool send = (req.notify & wire::kNotifySendEvent) != 0;
     Domain* d = live_domain(c.dom);
     if (d == nullptr) return errno_code(ESRCH);
     if (peer >= kDomIdFirstReserved) return errno_code(EINVAL);
+    if (clear && req.clear_byte_at >= kPageSize) return errno_code(EINVAL);
+    if (send && d->ports.find(req.notify_port) == nullptr) return errno_code(EINVAL);
     if (pages > d->ram_pages - d->used_pages) return errno_code(ENOMEM);
     if (pages > d->grants->free_refs()) return errno_code(ENOSPC);  // before making the memfd
     auto gfn = d->grants->take_gfns(pages);
@@ -60,6 +67,11 @@ Result<uint64_t> Daemon::share(Conn& c, DomId peer, uint64_t pages, bool writabl
     rec.table = d->grants;
     rec.segment = std::move(seg.value());
     rec.refs = std::move(granted.value());
+    if (clear) rec.clear_byte = req.clear_byte_at;
+    if (send) {
+        rec.notify_port = req.notify_port;
+        hold_port(*d, req.notify_port);
+    }
     d->used_pages += pages;
     refs = rec.refs;
     segment_fd = std::move(fd.value());
@@ -83,8 +95,23 @@ Result<void> Daemon::end_share(Conn& c, uint64_t id, wire::Op how) {
             break;
     }
     if (Domain* d = any_domain(c.dom); d != nullptr) d->used_pages -= rec.segment->pages;
+    notify_share_end(c, rec);
     c.shares.erase(it);
     return success();
+}
+
+void Daemon::notify_share_end(const Conn& c, ShareRecord& rec) noexcept {
+    if (rec.clear_byte) {
+        rec.segment->clear_byte(0, *rec.clear_byte);
+        rec.clear_byte.reset();
+    }
+    if (rec.notify_port) {
+        if (Domain* d = any_domain(c.dom); d != nullptr) {
+            if (const PortEntry* e = d->ports.find(*rec.notify_port); e != nullptr) e->notify();
+        }
+        unhold_port(c.dom, *rec.notify_port);
+        rec.notify_port.reset();
+    }
 }
 
 Result<void> Daemon::map_grants(Conn& c, const wire::MapReq& req, std::span<const GrantRef> refs,
@@ -186,6 +213,7 @@ void Daemon::release_grants(Conn& c) noexcept {
     for (auto& [id, rec] : c.shares) {
         rec.table->release(rec.refs);  // deferred while the peer still maps them
         if (d != nullptr) d->used_pages -= rec.segment->pages;
+        notify_share_end(c, rec);  // the sharing process's mapping is gone
     }
     c.shares.clear();
 }

@@ -62,13 +62,6 @@ struct GrantMapSpec {
     std::byte* at = nullptr;
 };
 
-// Xen's unmap notification for one mapped page: when the mapping goes away (unmap or the
-// mapping process dying) the byte at `offset` is cleared and/or `port` is notified.
-struct UnmapNotify {
-    std::optional<uint32_t> clear_byte_at;
-    std::optional<Port> port;
-};
-
 class GrantMapper {
 public:
     virtual ~GrantMapper() = default;

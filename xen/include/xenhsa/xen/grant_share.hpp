@@ -70,6 +70,10 @@ struct ShareSpec {
     // caller owns (VA mirroring); the pages replace exactly [at, at + pages), and the
     // range is left reserved PROT_NONE again when they go.
     std::byte* at = nullptr;
+    // gntalloc's unmap notification: `clear_byte_at` is an offset into the first page,
+    // `port` a port of this domain. It runs when this process's mapping of the pages goes:
+    // release, revoke, or the process dying (how a peer learns that its frontend died).
+    UnmapNotify notify{};
 };
 
 class GrantSharer {

@@ -4,6 +4,7 @@
 
 #include <boost/outcome/result.hpp>
 #include <cstdint>
+#include <optional>
 #include <system_error>
 
 namespace xenhsa::xen {
@@ -23,6 +24,16 @@ using Result = boost::outcome_v2::result<T, std::error_code>;
 
 inline std::error_code errc(std::errc e) noexcept { return std::make_error_code(e); }
 inline std::error_code errno_code(int e) noexcept { return {e, std::generic_category()}; }
+
+// Xen's unmap notification for one page: when the mapping goes away (an unmap, or the
+// process that holds it dying) the byte at `clear_byte_at` is cleared and/or `port` (a
+// port of the domain that set it up) is notified. gntdev sets it on a mapping of a
+// peer's grant (GrantMapper::map_notify), gntalloc on pages this domain grants
+// (ShareSpec::notify: the sharer's own mapping).
+struct UnmapNotify {
+    std::optional<uint32_t> clear_byte_at;
+    std::optional<Port> port;
+};
 
 }  // namespace xenhsa::xen
 

@@ -184,7 +184,10 @@ struct ShareReq {
     uint64_t pages;
     uint16_t peer;
     uint8_t writable;
-    uint8_t pad[5];
+    uint8_t notify;          // kNotify* bits: gntalloc's unmap notification
+    uint32_t clear_byte_at;  // in the first page
+    uint32_t notify_port;    // a port of the sharing domain
+    uint32_t pad;
 };
 struct ShareRep {
     uint64_t share_id;  // tail: GrantRef[pages]; fds: the segment memfd (read-write)
