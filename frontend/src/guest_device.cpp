@@ -257,8 +257,17 @@ Result<void> GuestDevice::handshake() {
     order_ = static_cast<uint32_t>(
         std::min<uint64_t>({config_.ring_order, max_order, XENHSA_RING_MAX_ORDER}));
 
-    // Step 3: zeroed pages, the ring header, the port, the keys, Initialised.
-    auto ring = sharer_.share({be_domid_, std::size_t{1} << order_, true, nullptr});
+    // Step 3: the port, zeroed pages, the ring header, the keys, Initialised. The ring's
+    // pages carry the unmap notification on fe_alive (2.7): if this process dies, its
+    // grant driver clears the byte and kicks the backend.
+    auto port = events_.bind_unbound(be_domid_);
+    if (!port) {
+        return port.error();
+    }
+    port_ = std::move(port.value());
+    xen::ShareSpec ring_spec{be_domid_, std::size_t{1} << order_, true, nullptr};
+    ring_spec.notify = {.clear_byte_at = offsetof(xenhsa_sring, fe_alive), .port = port_.port()};
+    auto ring = sharer_.share(ring_spec);
     if (!ring) {
         return ring.error();
     }
@@ -277,11 +286,7 @@ Result<void> GuestDevice::handshake() {
     std::memset(notify_pages_.data(), 0, XENHSA_PAGE_SIZE);
     std::memset(doorbell_pages_.data(), 0, XENHSA_PAGE_SIZE);
     ring_.emplace(std::span<std::byte>(ring_pages_.data(), XENHSA_RING_BYTES(order_)), order_);
-    auto port = events_.bind_unbound(be_domid_);
-    if (!port) {
-        return port.error();
-    }
-    port_ = std::move(port.value());
+    xenhsa_index_store(&reinterpret_cast<xenhsa_sring*>(ring_pages_.data())->fe_alive, 1);
     if (auto p = publish_keys(); !p) {
         return p.error();
     }

@@ -177,7 +177,12 @@ void Rig::serve() {
                      static_cast<int>(pass), handled_in_pass,
                      ring_->disconnected() ? ", disconnected" : "");
     }
-    if (was_dead || overflow) {
+    if (pass == core::RingServer::Pass::frontend_gone) {  // fe_alive went 1 -> 0
+        XENHSA_FUZZ_CHECK(!was_dead && !overflow && ring_->disconnected(),
+                          "frontend_gone on a dead or overflowing ring, or without disconnecting");
+        XENHSA_FUZZ_CHECK(handled_in_pass == 0 && ring_->rsp_prod() == rsp_before,
+                          "a frontend_gone pass consumed requests");
+    } else if (was_dead || overflow) {
         XENHSA_FUZZ_CHECK(pass == core::RingServer::Pass::disconnect && ring_->disconnected(),
                           "a producer index past the ring or behind the consumer does not "
                           "disconnect");
@@ -215,6 +220,7 @@ void Rig::serve() {
                                   "blocked while a response slot is free");
                 break;
             case core::RingServer::Pass::disconnect:
+            case core::RingServer::Pass::frontend_gone:
                 break;
         }
     }

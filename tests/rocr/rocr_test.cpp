@@ -14,6 +14,7 @@
 #include <scenario_fixture.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace xenhsa::testing::scenarios {
 namespace {
@@ -355,6 +356,67 @@ INSTANTIATE_TEST_SUITE_P(Rocr, RocrLostLink, ::testing::Values("worker-killed", 
                              return name;
                          });
 
+// A ROCm process SIGKILLed in a domain that lives on (its device's grant driver clears
+// the ring's fe_alive and kicks: gntalloc's unmap notification) is reclaimed by the
+// backend within a second, without any other process's help, and the next program on
+// that device starts at once.
+TEST_F(Rocr, AKilledProcessInALivingDomainIsReclaimedWithinASecond) {
+    // A first program keeps the domain alive on device 0.
+    auto holder =
+        std::make_unique<CapturedProcess>(run_args({XENHSA_ROCR_CHECK_BINARY, "--repeat", "0"}));
+    ASSERT_TRUE(holder->wait_for_line("info repeating", kScenarioPatience)) << holder->output();
+    const uint32_t domid = last_domid();
+    const std::string dir = sim().dir().string();
+    const std::string dom = std::to_string(domid);
+    ASSERT_TRUE(ctl({"plug", "--domid", dom, "--devid", "1"}).ok()) << status_text();
+    const auto device1 = [&]() -> std::optional<nlohmann::json> {
+        const auto s = status();
+        if (!s) {
+            return std::nullopt;
+        }
+        for (const auto& d : (*s)["domains"]) {
+            if (d.value("domid", int64_t{-1}) == int64_t{domid} && d.value("devid", -1) == 1) {
+                return d;
+            }
+        }
+        return nlohmann::json(nullptr);
+    };
+    const std::vector<std::string> on_device1{
+        XENHSA_RUN_BINARY,        "--sim-dir", dir,    "--domid", dom, "--devid", "1", "--",
+        XENHSA_ROCR_CHECK_BINARY, "--wait-ms", "60000"};
+    CapturedProcess doomed(on_device1);
+    const auto pid_line = doomed.wait_for_line("info pid=", kScenarioPatience);
+    ASSERT_TRUE(pid_line) << doomed.output();
+    ASSERT_TRUE(doomed.wait_for_line("info long-wait-start", kScenarioPatience)) << doomed.output();
+    const auto before = device1();
+    ASSERT_TRUE(before && before->is_object() && before->value("handles", 0) > 0) << status_text();
+
+    ASSERT_EQ(::kill(std::stoi(*word_value(*pid_line, "pid")), SIGKILL), 0);
+    const auto killed = std::chrono::steady_clock::now();
+    bool reclaimed = false;
+    while (!reclaimed && std::chrono::steady_clock::now() - killed < 5s) {
+        const auto d = device1();
+        reclaimed = d && d->is_object() && d->value("handles", 1) == 0 &&
+                    d->value("mapped_pages", 1) == 0 && d->value("pinned_pages", 1) == 0;
+        if (!reclaimed) {
+            std::this_thread::sleep_for(20ms);
+        }
+    }
+    const auto took = std::chrono::steady_clock::now() - killed;
+    EXPECT_TRUE(reclaimed) << status_text();
+    EXPECT_LT(took, 1s) << std::chrono::duration<double>(took).count() << " s";
+    (void)doomed.wait(kPatience);
+
+    // The domain lives on (its other program computes), and the next program on device 1
+    // starts at once.
+    std::vector<std::string> again = on_device1;
+    again.resize(again.size() - 2);  // no wait this time
+    const Output next = run(again, kScenarioPatience);
+    EXPECT_TRUE(scenario_passed(next)) << next.out;
+    holder->signal(SIGTERM);
+    (void)holder->wait(kPatience);
+}
+
 // A child forked from a ROCm process holds copies of its parent's ring, grants and event
 // channel: as with the real thunk, its libhsakmt calls answer KERNEL_IO_CHANNEL_NOT_OPENED,
 // its hsaKmtCloseKFD touches nothing of the parent's, and the parent computes on.
@@ -367,7 +429,8 @@ TEST_F(Rocr, AForkedChildGetsNoChannelAndLeavesItsParentAlone) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
-// The last hsaKmtCloseKFD while another thread waits: the wait ends with an error at once
+// The last hsaKmtCloseKFD while another thread waits (libhsakmt alone, without ROCr, whose
+// threads would use the memory the close gives back): the wait ends with an error at once
 // and the closed session is never touched (a sanitized library would report it).
 TEST_F(Rocr, ClosingWhileAnotherThreadWaitsEndsTheWaitSafely) {
     const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--close-under-wait"});

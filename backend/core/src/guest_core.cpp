@@ -208,6 +208,9 @@ struct GuestCore::Driver {
             case RingServer::Pass::disconnect:
                 fail("the guest's request producer index ran past the ring");
                 return false;
+            case RingServer::Pass::frontend_gone:
+                fail("the frontend's process is gone (its ring's fe_alive was cleared)");
+                return false;
         }
         return true;
     }

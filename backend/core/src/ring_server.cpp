@@ -39,6 +39,14 @@ RingServer::Pass RingServer::serve(uint32_t budget, bool arm_event) noexcept {
         disconnected_ = true;
         return Pass::disconnect;
     }
+    // The frontend's liveness (2.7): a frontend that never set fe_alive (an older one) is
+    // never taken for dead.
+    const uint32_t alive = xenhsa_index_load(&shared()->fe_alive);
+    fe_seen_alive_ = fe_seen_alive_ || alive == 1;
+    if (fe_seen_alive_ && alive == 0) {
+        disconnected_ = true;
+        return Pass::frontend_gone;
+    }
     // 2. Each request: copy once, then only the copy.
     in_batch_ = true;
     uint32_t served = 0;

@@ -143,6 +143,22 @@ TEST_F(RingServerTest, ProducerPastTheRingDisconnects) {
     EXPECT_TRUE(echo.seen.empty());
 }
 
+// fe_alive (2.7): the frontend's grant driver clears it when the frontend's process dies.
+TEST_F(RingServerTest, AClearedFeAliveIsTheFrontendsDeath) {
+    EXPECT_EQ(ring->serve(64), RingServer::Pass::idle);  // never set: an older frontend
+    xenhsa_index_store(&sring()->fe_alive, 1);
+    push(XENHSA_CMD_UNMAP, 5);
+    front->publish();
+    EXPECT_EQ(ring->serve(64), RingServer::Pass::idle);
+    EXPECT_EQ(echo.seen.size(), 1u);
+    xenhsa_index_store(&sring()->fe_alive, 0);
+    push(XENHSA_CMD_UNMAP, 6);
+    front->publish();
+    EXPECT_EQ(ring->serve(64), RingServer::Pass::frontend_gone);
+    EXPECT_TRUE(ring->disconnected());
+    EXPECT_EQ(echo.seen.size(), 1u) << "nothing of a dead frontend is served";
+}
+
 TEST_F(RingServerTest, ProducerGoingBackwardsDisconnects) {
     push(XENHSA_CMD_UNMAP, 1);
     front->publish();

@@ -74,7 +74,9 @@ struct xenhsa_sring {
     /* cache line 0: written by the frontend */
     uint32_t req_prod;  /* requests published */
     uint32_t rsp_event; /* frontend wants a kick when rsp_prod passes this */
-    uint32_t fe_pad[14];
+    uint32_t fe_alive;  /* 1 while the frontend's process maps the ring; the unmap-notify
+                           byte its grant driver clears (and then kicks) if it dies */
+    uint32_t fe_pad[13];
     /* cache line 1: written by the backend */
     uint32_t rsp_prod;  /* responses published */
     uint32_t req_event; /* backend wants a kick when req_prod passes this */
@@ -101,6 +103,7 @@ XENHSA_FIELD_AT(struct xenhsa_rsp_slot, payload, XENHSA_REQ_HDR_SIZE);
 XENHSA_WIRE_STRUCT(struct xenhsa_sring, XENHSA_RING_HEADER_SIZE);
 XENHSA_FIELD_AT(struct xenhsa_sring, req_prod, 0);
 XENHSA_FIELD_AT(struct xenhsa_sring, rsp_event, 4);
+XENHSA_FIELD_AT(struct xenhsa_sring, fe_alive, 8);
 XENHSA_FIELD_AT(struct xenhsa_sring, rsp_prod, 64);
 XENHSA_FIELD_AT(struct xenhsa_sring, req_event, 68);
 XENHSA_FIELD_AT(struct xenhsa_sring, be_alive, 72);

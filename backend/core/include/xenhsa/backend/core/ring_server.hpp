@@ -26,11 +26,12 @@ namespace xenhsa::backend::core {
 class RingServer final : public ReplySink {
 public:
     enum class Pass : uint8_t {
-        idle,        // caught up, req_event armed: sleep until the next kick
-        drained,     // caught up, req_event not armed (serve(budget, false)): poll or arm()
-        more,        // the budget ran out or requests arrived during the final check
-        blocked,     // every response slot is owed (pending waits): wait for an answer
-        disconnect,  // the guest's producer index ran past the ring: disconnect it
+        idle,           // caught up, req_event armed: sleep until the next kick
+        drained,        // caught up, req_event not armed (serve(budget, false)): poll or arm()
+        more,           // the budget ran out or requests arrived during the final check
+        blocked,        // every response slot is owed (pending waits): wait for an answer
+        disconnect,     // the guest's producer index ran past the ring: disconnect it
+        frontend_gone,  // fe_alive went from 1 to 0: the frontend's process is gone
     };
 
     // `ring` is the whole mapped ring (XENHSA_RING_BYTES(order) bytes). `kick` notifies
@@ -78,6 +79,7 @@ private:
     bool in_batch_ = false;
     bool blocked_ = false;
     bool disconnected_ = false;
+    bool fe_seen_alive_ = false;  // fe_alive read 1 once: its 0 now means a death
 };
 
 }  // namespace xenhsa::backend::core
