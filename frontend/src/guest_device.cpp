@@ -266,7 +266,7 @@ Result<void> GuestDevice::handshake() {
     }
     port_ = std::move(port.value());
     xen::ShareSpec ring_spec{be_domid_, std::size_t{1} << order_, true, nullptr};
-    ring_spec.notify = {.clear_byte_at = offsetof(xenhsa_sring, fe_alive), .port = port_.port()};
+    ring_spec.notify = {.clear_byte_at = XENHSA_SRING_FE_ALIVE_OFFSET, .port = port_.port()};
     auto ring = sharer_.share(ring_spec);
     if (!ring) {
         return ring.error();

@@ -115,7 +115,10 @@ XENHSA_STATIC_ASSERT(XENHSA_RING_HEADER_SIZE +
                          XENHSA_RING_BYTES(XENHSA_RING_MAX_ORDER),
                      "the largest ring fits its pages");
 
-#define XENHSA_SRING_ALIVE_OFFSET 72u
+#define XENHSA_SRING_ALIVE_OFFSET 72u   /* be_alive */
+#define XENHSA_SRING_FE_ALIVE_OFFSET 8u /* fe_alive */
+XENHSA_STATIC_ASSERT(offsetof(struct xenhsa_sring, fe_alive) == XENHSA_SRING_FE_ALIVE_OFFSET,
+                     "fe_alive is the frontend's unmap-notify byte");
 
 /* As Xen's SHARED_RING_INIT: all zero but both event indices at 1, so the first request
    and the first response are notified before either side has armed anything. */
