@@ -369,18 +369,7 @@ TEST_F(Rocr, AKilledProcessInALivingDomainIsReclaimedWithinASecond) {
     const std::string dir = sim().dir().string();
     const std::string dom = std::to_string(domid);
     ASSERT_TRUE(ctl({"plug", "--domid", dom, "--devid", "1"}).ok()) << status_text();
-    const auto device1 = [&]() -> std::optional<nlohmann::json> {
-        const auto s = status();
-        if (!s) {
-            return std::nullopt;
-        }
-        for (const auto& d : (*s)["domains"]) {
-            if (d.value("domid", int64_t{-1}) == int64_t{domid} && d.value("devid", -1) == 1) {
-                return d;
-            }
-        }
-        return nlohmann::json(nullptr);
-    };
+    const auto device1 = [&] { return device(domid, 1); };
     const std::vector<std::string> on_device1{
         XENHSA_RUN_BINARY,        "--sim-dir", dir,    "--domid", dom, "--devid", "1", "--",
         XENHSA_ROCR_CHECK_BINARY, "--wait-ms", "60000"};

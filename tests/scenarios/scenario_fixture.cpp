@@ -179,17 +179,30 @@ std::optional<nlohmann::json> ScenarioTest::status() {
     return answer;
 }
 
-std::optional<nlohmann::json> ScenarioTest::device(uint32_t domid) {
-    auto s = status();
-    if (!s) {
+namespace {
+
+std::optional<nlohmann::json> device_where(const std::optional<nlohmann::json>& status,
+                                           uint32_t domid, std::optional<uint32_t> devid) {
+    if (!status) {
         return std::nullopt;
     }
-    for (const auto& d : (*s)["domains"]) {
-        if (d.is_object() && d.value("domid", int64_t{-1}) == int64_t{domid}) {
+    for (const auto& d : (*status)["domains"]) {
+        if (d.is_object() && d.value("domid", int64_t{-1}) == int64_t{domid} &&
+            (!devid || d.value("devid", int64_t{-1}) == int64_t{*devid})) {
             return d;
         }
     }
     return nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> ScenarioTest::device(uint32_t domid) {
+    return device_where(status(), domid, std::nullopt);
+}
+
+std::optional<nlohmann::json> ScenarioTest::device(uint32_t domid, uint32_t devid) {
+    return device_where(status(), domid, devid);
 }
 
 bool ScenarioTest::released(uint32_t domid) {

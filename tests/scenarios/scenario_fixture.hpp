@@ -49,6 +49,8 @@ protected:
     // The entry of `domid` in status's "domains": null when the backend knows no such
     // device, nullopt when status did not answer.
     std::optional<nlohmann::json> device(uint32_t domid);
+    // The same for device `devid` of `domid` (a domain with several devices).
+    std::optional<nlohmann::json> device(uint32_t domid, uint32_t devid);
     // Nothing is left for `domid`: no device, or one with 0 mapped/pinned/lent pages,
     // queues, events and handles.
     bool released(uint32_t domid);
