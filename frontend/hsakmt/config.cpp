@@ -1,5 +1,7 @@
 #include "config.hpp"
 
+#include <xenhsa/proto/common.h>
+
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -13,12 +15,15 @@ namespace {
 constexpr const char* kDefaultFile = "/etc/xenhsa/guest.json";
 
 // Decimal, no sign, no spaces, no leading zeros, within `max`.
-std::optional<uint64_t> parse_number(const std::string& text, uint64_t max) {
-    if (text.empty() || (text.size() > 1 && text[0] == '0')) {
+// Decimal, or (where `hex_too`) hexadecimal after "0x".
+std::optional<uint64_t> parse_number(const std::string& text, uint64_t max, bool hex_too) {
+    const bool hex = hex_too && text.size() > 2 && text[0] == '0' && text[1] == 'x';
+    if (text.empty() || (!hex && text.size() > 1 && text[0] == '0')) {
         return std::nullopt;
     }
     uint64_t value = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    const char* first = text.data() + (hex ? 2 : 0);
+    const auto [end, ec] = std::from_chars(first, text.data() + text.size(), value, hex ? 16 : 10);
     if (ec != std::errc{} || end != text.data() + text.size() || value > max) {
         return std::nullopt;
     }
@@ -63,8 +68,12 @@ bool apply_file(const std::string& path, bool required, GuestConfig& config, std
                 config.xen = value.get<bool>();
             } else if (key == "devid") {
                 config.devid = json_uint<uint32_t>(value, std::numeric_limits<uint32_t>::max());
+            } else if (key == "lock_dir") {
+                config.lock_dir = value.get<std::string>();
             } else if (key == "backend_domid") {
                 config.backend_domid = json_uint<uint32_t>(value, 0x7FEF);
+            } else if (key == "window_base") {
+                config.window_base = json_uint<uint64_t>(value, XENHSA_VA_LIMIT - 1);
             } else if (key == "window_gib") {
                 config.window_gib = json_uint<uint64_t>(value, 8192);
             } else if (key == "log_level") {
@@ -81,12 +90,13 @@ bool apply_file(const std::string& path, bool required, GuestConfig& config, std
     return true;
 }
 
-bool apply_number(const char* name, uint64_t max, uint64_t& out, std::string& error) {
+bool apply_number(const char* name, uint64_t max, uint64_t& out, std::string& error,
+                  bool hex_too = false) {
     const char* text = env(name);
     if (text == nullptr) {
         return true;
     }
-    const auto value = parse_number(text, max);
+    const auto value = parse_number(text, max, hex_too);
     if (!value) {
         error =
             std::string(name) + "=\"" + text + "\" is not a number up to " + std::to_string(max);
@@ -114,23 +124,35 @@ ConfigResult load_config() {
     if (const char* level = env("XENHSA_LOG_LEVEL")) {
         config.log_level = level;
     }
+    if (const char* dir = env("XENHSA_LOCK_DIR")) {
+        config.lock_dir = dir;
+    }
     constexpr uint64_t kUnset = std::numeric_limits<uint64_t>::max();
     uint64_t domid = config.domid ? uint64_t{*config.domid} : kUnset;
-    uint64_t devid = config.devid;
+    uint64_t devid = config.devid ? uint64_t{*config.devid} : kUnset;
     uint64_t backend = config.backend_domid;
     if (!apply_number("XENHSA_DOMID", 0x7FEF, domid, error) ||
         !apply_number("XENHSA_DEVID", std::numeric_limits<uint32_t>::max(), devid, error) ||
         !apply_number("XENHSA_BACKEND_DOMID", 0x7FEF, backend, error) ||
-        !apply_number("XENHSA_WINDOW_GIB", 8192, config.window_gib, error)) {
+        !apply_number("XENHSA_WINDOW_GIB", 8192, config.window_gib, error) ||
+        !apply_number("XENHSA_WINDOW_BASE", XENHSA_VA_LIMIT - 1, config.window_base, error, true)) {
         return {std::nullopt, error};
     }
     if (domid != kUnset) {
         config.domid = static_cast<uint32_t>(domid);
     }
-    config.devid = static_cast<uint32_t>(devid);
+    if (devid != kUnset) {
+        config.devid = static_cast<uint32_t>(devid);
+    }
     config.backend_domid = static_cast<uint32_t>(backend);
     if (config.window_gib == 0) {
         return {std::nullopt, "the VA window must be at least 1 GiB"};
+    }
+    if (config.window_base != 0 &&
+        !xenhsa_va_range_ok(config.window_base, config.window_gib << 30)) {
+        return {std::nullopt,
+                "the VA window at XENHSA_WINDOW_BASE must be page-aligned and fit "
+                "below the VA limit"};
     }
     if (config.xen == !config.sim_dir.empty()) {
         return {std::nullopt, config.xen ? "both XENHSA_XEN and XENHSA_SIM_DIR are set"

@@ -48,6 +48,16 @@ std::optional<xen::Platform> open_platform(const GuestConfig& config, std::strin
 #endif
 }
 
+std::filesystem::path lock_dir(const GuestConfig& config) {
+    if (!config.lock_dir.empty()) {
+        return config.lock_dir;
+    }
+    if (!config.sim_dir.empty()) {
+        return std::filesystem::path(config.sim_dir) / "guest-locks";
+    }
+    return "/run/xenhsa-guest";
+}
+
 }  // namespace
 
 std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mutex& mutex,
@@ -68,12 +78,23 @@ std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mut
     }
 #endif
 
+    ClaimOptions claim;
+    claim.devid = config.devid;
+    claim.lock_dir = lock_dir(config);
+    auto claimed = claim_device(*c->platform_.store, c->domid_, claim);
+    if (!claimed) {
+        why = claimed.error().text;
+        return nullptr;
+    }
+    c->claim_ = std::move(claimed).value();
+    const uint32_t devid = c->claim_.devid();
+
     DeviceConfig device;
     device.backend_domid = static_cast<xen::DomId>(config.backend_domid);
-    device.devid = config.devid;
+    device.devid = devid;
     c->device_ = std::make_unique<GuestDevice>(c->platform_, device);
     if (auto connected = c->device_->connect(); !connected) {
-        why = "xenbus handshake on device/xenhsa/" + std::to_string(config.devid) + " of domain " +
+        why = "xenbus handshake on device/xenhsa/" + std::to_string(devid) + " of domain " +
               std::to_string(c->domid_) + " failed: " + connected.error().message();
         return nullptr;
     }
@@ -83,14 +104,14 @@ std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mut
     HelloOptions hello;
     hello.features = XENHSA_FEATURES_V1 | XENHSA_FEATURE_SDMA;
     hello.va_size = config.window_gib << 30;
+    hello.va_base = config.window_base;
     auto session = c->client_->hello(hello);
     if (!session) {
         why = "HELLO failed: " + session.error().message();
         return nullptr;
     }
     log().info("connected: domain {} device {}, window [{:#x}, +{:#x}), features {:#x}", c->domid_,
-               config.devid, session.value().va_base, session.value().va_size,
-               session.value().features);
+               devid, session.value().va_base, session.value().va_size, session.value().features);
     return c;
 }
 

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <xenhsa/frontend/client.hpp>
+#include <xenhsa/frontend/device_claim.hpp>
 #include <xenhsa/frontend/guest_device.hpp>
 #include <xenhsa/xen/platform.hpp>
 
@@ -33,10 +34,15 @@ public:
     [[nodiscard]] SerialLink& link() noexcept { return *link_; }
     // This guest's memory limits as they are now (the grant capacity is read again).
     [[nodiscard]] MemoryLimits memory_limits() const;
+    [[nodiscard]] uint32_t devid() const noexcept { return claim_.devid(); }
+    // In a child forked from the owner: drops the child's copy of the claim, which would
+    // keep the device claimed after the parent is gone.
+    void release_claim_in_child() noexcept { claim_.release(); }
 
 private:
     Connection() = default;
 
+    DeviceClaim claim_;  // declared first: released after the device closed
     xen::Platform platform_;
     xen::DomId domid_ = 0;
     std::unique_ptr<xen::GrantUsage> usage_;  // xenhsa-sim: this domain's grant capacity

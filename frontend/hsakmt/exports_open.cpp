@@ -32,13 +32,9 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtOpenKFD(void) {
         std::lock_guard serial(t.open_close);
         std::unique_lock lock(t.mutex);
         if (t.forked_child()) {
-            // The real thunk opens anew in a child; here that would be a second process on
-            // the parent's device, whose handshake resets the parent's connection.
+            // As the real thunk, a child opens anew: a device of its own, never its
+            // parent's (whose claim it gave up at the fork).
             t.abandon_parents();
-            log().error(
-                "hsaKmtOpenKFD: a child forked from a ROCm process cannot open its parent's "
-                "xenhsa device (one ROCm process per device)");
-            return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }
         if (t.opens > 0) {
             ++t.opens;

@@ -34,6 +34,9 @@ public:
         connection_->link().reopen();
     }
 
+    // In a forked child, at the fork: the parent's device stays the parent's alone.
+    void release_claim_in_child() noexcept { connection_->release_claim_in_child(); }
+
     // hsaKmtSetTrapHandler: kept, never used by a GPU that takes no traps.
     uint64_t trap_handler = 0;
     uint64_t trap_buffer = 0;

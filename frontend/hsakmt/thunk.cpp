@@ -21,6 +21,9 @@ Thunk* make_thunk() {
             thunk().open_close.unlock();
         },
         [] {
+            if (thunk().session) {
+                thunk().session->release_claim_in_child();
+            }
             thunk().mutex.unlock();
             thunk().open_close.unlock();
         });

@@ -27,7 +27,8 @@ struct Thunk {
 
     // A child forked after the open holds copies of its parent's ring, grants and event
     // channel: as the real thunk (CHECK_KFD_OPEN), it gets
-    // HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED and nothing of the parent's is touched.
+    // HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED and nothing of the parent's is touched,
+    // until its own hsaKmtOpenKFD claims a device of its own.
     [[nodiscard]] bool forked_child() const noexcept { return session && owner != ::getpid(); }
     // In a forked child: forgets the parent's session without a request (its destructor
     // would drive the parent's ring and close the parent's device).

@@ -57,6 +57,9 @@ void apply_child_env(const std::filesystem::path& lib_dir, const DeviceEnv& devi
     if (device.backend_domid) {
         set("XENHSA_BACKEND_DOMID", std::to_string(*device.backend_domid));
     }
+    if (device.window_base) {
+        set("XENHSA_WINDOW_BASE", *device.window_base);
+    }
     if (device.window_gib) {
         set("XENHSA_WINDOW_GIB", std::to_string(*device.window_gib));
     }

@@ -18,6 +18,7 @@ struct DeviceEnv {
     std::optional<uint32_t> devid;
     std::optional<uint32_t> backend_domid;
     std::optional<uint64_t> window_gib;
+    std::optional<std::string> window_base;  // as the user wrote it (the library checks it)
     std::string log_level;
 };
 

@@ -2,9 +2,12 @@
 // libhsa-runtime64) over the guest libhsakmt. See docs/guest-rocm.md.
 //
 //   xenhsa-run --sim-dir DIR -- rocminfo     embedded hypervisor: a guest domain is made
-//                                            (and its device plugged, as a toolstack
-//                                            would), the program runs as that guest, the
-//                                            domain is destroyed when it exits
+//                                            (and its devices plugged, as a toolstack
+//                                            would: --devices N, default 1), the program
+//                                            runs as that guest, the domain is destroyed
+//                                            when it exits
+//   xenhsa-run --sim-dir DIR --domid D -- p  another program in that guest, on a free
+//                                            device of it
 //   xenhsa-run --xen -- rocminfo             in a Xen guest: this domain's xenhsa device
 //   xenhsa-run -- rocminfo                   the environment or /etc/xenhsa/guest.json
 //
@@ -92,10 +95,18 @@ int main(int argc, char** argv) {
     app.add_option("--domid", device.domid,
                    "sim: run in this guest domain (its device already plugged) instead");
     app.add_flag("--xen", device.xen, "real Xen: use this domain's xenhsa device");
-    app.add_option("--devid", device.devid, "the device: device/xenhsa/<devid> (default 0)");
+    app.add_option("--devid", device.devid,
+                   "this device only: device/xenhsa/<devid> (default: a free one of the domain)");
+    uint32_t devices = 1;
+    app.add_option("--devices", devices,
+                   "sim: devices plugged for the domain made for the program (how many ROCm "
+                   "processes it may run at once)")
+        ->check(CLI::Range(1u, 64u));
     app.add_option("--backend-domid", device.backend_domid, "the backend's domain (default 0)");
     app.add_option("--ram-pages", ram_pages, "sim: RAM pages of the domain made for the program");
     app.add_option("--window-gib", device.window_gib, "the VA window to ask for (default 64)");
+    app.add_option("--window-base", device.window_base,
+                   "where to ask for it (0x...; default: where the backend proposes)");
     app.add_option("--log-level", device.log_level, "the library's log level (default warn)");
     app.add_option("--domid-file", domid_file,
                    "sim: write the guest domain's id to this file before the program starts");
@@ -124,13 +135,16 @@ int main(int argc, char** argv) {
         return 125;
     }
     const auto backend = static_cast<xenhsa::xen::DomId>(device.backend_domid.value_or(0));
-    if (auto plugged = xenhsa::frontend::cli::plug_sim_device(
-            device.sim_dir, backend, domid.value(), device.devid.value_or(0));
-        !plugged) {
-        std::fprintf(stderr, "xenhsa-run: cannot plug the xenhsa device: %s\n",
-                     plugged.error().message().c_str());
-        (void)sim::destroy_domain(device.sim_dir, domid.value());
-        return 125;
+    const uint32_t first = device.devid.value_or(0);
+    for (uint32_t devid = first; devid < first + devices; ++devid) {
+        if (auto plugged = xenhsa::frontend::cli::plug_sim_device(device.sim_dir, backend,
+                                                                  domid.value(), devid);
+            !plugged) {
+            std::fprintf(stderr, "xenhsa-run: cannot plug xenhsa device %u: %s\n", devid,
+                         plugged.error().message().c_str());
+            (void)sim::destroy_domain(device.sim_dir, domid.value());
+            return 125;
+        }
     }
     ::setenv("XENHSA_DOMID", std::to_string(domid.value()).c_str(), 1);
     if (!domid_file.empty()) {

@@ -34,8 +34,9 @@ protected:
     }
 
     static constexpr const char* kVars[] = {
-        "XENHSA_CONFIG", "XENHSA_SIM_DIR",       "XENHSA_DOMID",      "XENHSA_XEN",
-        "XENHSA_DEVID",  "XENHSA_BACKEND_DOMID", "XENHSA_WINDOW_GIB", "XENHSA_LOG_LEVEL"};
+        "XENHSA_CONFIG",      "XENHSA_SIM_DIR",       "XENHSA_DOMID",      "XENHSA_XEN",
+        "XENHSA_DEVID",       "XENHSA_BACKEND_DOMID", "XENHSA_WINDOW_GIB", "XENHSA_LOG_LEVEL",
+        "XENHSA_WINDOW_BASE", "XENHSA_LOCK_DIR"};
     std::filesystem::path file_;
 };
 
@@ -54,8 +55,28 @@ TEST_F(Config, SimNeedsItsDomain) {
     EXPECT_EQ(r.config->sim_dir, "/tmp/x");
     EXPECT_EQ(r.config->domid, 7u);
     EXPECT_FALSE(r.config->xen);
-    EXPECT_EQ(r.config->devid, 0u);
+    EXPECT_FALSE(r.config->devid) << "no device named: the lowest free one is claimed";
     EXPECT_EQ(r.config->window_gib, 64u);
+    EXPECT_EQ(r.config->window_base, 0u);
+    EXPECT_EQ(r.config->lock_dir, "");
+}
+
+TEST_F(Config, AFixedWindowIsPageAlignedHexOrDecimalAndFits) {
+    ::setenv("XENHSA_XEN", "1", 1);
+    ::setenv("XENHSA_LOCK_DIR", "/run/locks", 1);
+    ::setenv("XENHSA_WINDOW_BASE", "0x200000000000", 1);
+    auto r = load_config();
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->window_base, 0x200000000000u);
+    EXPECT_EQ(r.config->lock_dir, "/run/locks");
+    ::setenv("XENHSA_WINDOW_BASE", "4096", 1);
+    r = load_config();
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->window_base, 4096u);
+    for (const char* bad : {"0x1001", "0x", "0xg", "0x7fffffffffff"}) {
+        ::setenv("XENHSA_WINDOW_BASE", bad, 1);
+        EXPECT_FALSE(load_config().config) << "XENHSA_WINDOW_BASE=\"" << bad << "\"";
+    }
 }
 
 TEST_F(Config, XenAndSimExcludeEachOther) {

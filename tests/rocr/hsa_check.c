@@ -51,10 +51,17 @@
  *                                     (HSA_STATUS_ERROR_OUT_OF_RESOURCES), and 16 MiB to be
  *                                     allocated and filled after it
  *
+ *   xenhsa-rocr-check --isolation VALUE DIR
+ *                                     run twice at once in one guest (DIR shared, VALUEs
+ *                                     different): each fills device and system memory with
+ *                                     VALUE on the GPU, waits for the other, and checks that
+ *                                     it reads its own VALUE back (it prints the VAs)
+ *
  * Output: "check <name> ok|FAIL ...", "info ...", last "summary rocr-check ... result=ok".
  * Exit code 0 iff every check held.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -497,6 +504,75 @@ static void system_memory(struct ctx* c, size_t mib, int expect_refused) {
           "mib=16");
 }
 
+/* Waits (up to 60 s) until DIR holds `want` files whose names start with `prefix`. */
+static int wait_for_files(const char* dir, const char* prefix, unsigned want) {
+    for (int tries = 0; tries < 6000; ++tries) {
+        unsigned n = 0;
+        DIR* d = opendir(dir);
+        for (struct dirent* e = d ? readdir(d) : NULL; e != NULL; e = readdir(d)) {
+            n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+        }
+        if (d) {
+            closedir(d);
+        }
+        if (n >= want) {
+            return 1;
+        }
+        usleep(10 * 1000);
+    }
+    return 0;
+}
+
+static void touch(const char* dir, const char* prefix) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s%d", dir, prefix, (int)getpid());
+    FILE* f = fopen(path, "w");
+    if (f) {
+        fclose(f);
+    }
+}
+
+/* Two copies of this program in one guest at once, each over a device of its own: each
+ * fills a buffer of device memory and one of system memory with its own value on the GPU,
+ * and tells the other through DIR; once both have, each reads its buffers back. Every
+ * dword must be its own value: one GPU address space between the two would show the
+ * other's, at the same VA (the test compares the VAs both print). */
+static void isolation(struct ctx* c, uint32_t value, const char* dir) {
+    void* device = NULL;
+    uint32_t* system = fine_alloc(c, N_ELEMS * 4);
+    uint32_t* back = fine_alloc(c, N_ELEMS * 4);
+    if (!hsa_ok("device allocate",
+                hsa_amd_memory_pool_allocate(c->gpu_pools.coarse, N_ELEMS * 4, 0, &device)) ||
+        !system || !back) {
+        return;
+    }
+    printf("info isolation device-va=%p system-va=%p\n", device, (void*)system);
+    fflush(stdout);
+    struct fill_args fd = {(uintptr_t)device, N_ELEMS, value, 0};
+    struct fill_args fs = {(uintptr_t)system, N_ELEMS, value, 0};
+    const int filled = dispatch(c, c->k_fill, &fd, sizeof fd, N_ELEMS) &&
+                       dispatch(c, c->k_fill, &fs, sizeof fs, N_ELEMS);
+    touch(dir, "filled-");
+    const int both = wait_for_files(dir, "filled-", 2);
+    check("isolation-other-filled", both, dir);
+    const int read = filled && copy(back, c->agents.cpu, device, c->agents.gpu, N_ELEMS * 4);
+    unsigned wrong_device = 0, wrong_system = 0;
+    for (unsigned i = 0; read && i < N_ELEMS; ++i) {
+        wrong_device += back[i] != value;
+        wrong_system += system[i] != value;
+    }
+    char detail[160];
+    snprintf(detail, sizeof detail, "value=%#x n=%u wrong-device=%u wrong-system=%u", value,
+             N_ELEMS, wrong_device, wrong_system);
+    check("isolation-own-data", read && wrong_device == 0 && wrong_system == 0, detail);
+    /* Neither frees its buffers before the other has read its own. */
+    touch(dir, "read-");
+    check("isolation-other-read", wait_for_files(dir, "read-", 2), dir);
+    hsa_amd_memory_pool_free(device);
+    hsa_amd_memory_pool_free(system);
+    hsa_amd_memory_pool_free(back);
+}
+
 /* Device memory filled and copied by ROCr's blit kernels, read back and compared. */
 static void blits(struct ctx* c) {
     const size_t size = 4u << 20;
@@ -765,6 +841,8 @@ int main(int argc, char** argv) {
     int system_refused = 0;
     int do_fork = 0;
     int do_close_under_wait = 0;
+    const char* isolation_dir = NULL;
+    uint32_t isolation_value = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
             repeat = strtol(argv[++i], NULL, 10);
@@ -784,6 +862,9 @@ int main(int argc, char** argv) {
             error_callback = 0;
         } else if (strcmp(argv[i], "--fork") == 0) {
             do_fork = 1;
+        } else if (strcmp(argv[i], "--isolation") == 0 && i + 2 < argc) {
+            isolation_value = (uint32_t)strtoul(argv[++i], NULL, 0);
+            isolation_dir = argv[++i];
         } else if (strcmp(argv[i], "--close-under-wait") == 0) {
             do_close_under_wait = 1;
         } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
@@ -796,7 +877,7 @@ int main(int argc, char** argv) {
                     "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
                     "[--queue-error CAUSE] "
                     "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
-                    "[--fork] [--close-under-wait]\n",
+                    "[--fork] [--close-under-wait] [--isolation VALUE DIR]\n",
                     argv[0]);
             return 2;
         }
@@ -855,6 +936,9 @@ int main(int argc, char** argv) {
         }
         if (do_fork) {
             forked(&c);
+        }
+        if (isolation_dir != NULL) {
+            isolation(&c, isolation_value, isolation_dir);
         }
 
         if (do_fault) {

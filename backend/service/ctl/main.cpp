@@ -3,12 +3,13 @@
 //   xenhsa-ctl --sim-dir DIR status [--json]
 //   xenhsa-ctl --sim-dir DIR revoke --domid N
 //   xenhsa-ctl --sim-dir DIR quota [--domid N] --set key=value...
-//   xenhsa-ctl [--sim-dir DIR] plug --domid N [--devid D] [--backend-domid B]
-//   xenhsa-ctl [--sim-dir DIR] unplug --domid N [--devid D] [--timeout S]
+//   xenhsa-ctl [--sim-dir DIR] plug --domid N [--devid D] [--devices C] [--backend-domid B]
+//   xenhsa-ctl [--sim-dir DIR] unplug --domid N [--devid D] [--devices C] [--timeout S]
 // Without --sim-dir, plug and unplug use this domain's xenstore (libxenstore).
 #include <xenhsa/proto/xenbus.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -81,18 +82,12 @@ xenhsa::xen::Result<std::unique_ptr<xenhsa::xen::Store>> open_store(const std::s
 #endif
 }
 
-// plug or unplug; an exit status.
-int toolstack(const std::string& sim_dir, bool plug, const xenhsa::xen::PvDevice& device,
-              unsigned timeout_s) {
-    auto store = open_store(sim_dir);
-    if (!store) {
-        std::fprintf(stderr, "xenhsa-ctl: cannot open xenstore: %s\n",
-                     store.error().message().c_str());
-        return 1;
-    }
+// plug or unplug one device; an exit status.
+int toolstack_one(xenhsa::xen::Store& store, bool plug, const xenhsa::xen::PvDevice& device,
+                  unsigned timeout_s) {
     const std::string name = std::to_string(device.frontend) + "/" + std::to_string(device.devid);
     if (plug) {
-        auto plugged = xenhsa::xen::plug_device(*store.value(), device);
+        auto plugged = xenhsa::xen::plug_device(store, device);
         if (!plugged) {
             std::fprintf(stderr, "xenhsa-ctl: plug %s: %s\n", name.c_str(),
                          plugged.error().message().c_str());
@@ -105,8 +100,7 @@ int toolstack(const std::string& sim_dir, bool plug, const xenhsa::xen::PvDevice
         std::printf("plugged device %s: %s\n", name.c_str(), device.frontend_dir().c_str());
         return 0;
     }
-    auto unplugged =
-        xenhsa::xen::unplug_device(*store.value(), device, std::chrono::seconds(timeout_s));
+    auto unplugged = xenhsa::xen::unplug_device(store, device, std::chrono::seconds(timeout_s));
     if (!unplugged) {
         std::fprintf(stderr, "xenhsa-ctl: unplug %s: %s\n", name.c_str(),
                      unplugged.error().message().c_str());
@@ -121,6 +115,24 @@ int toolstack(const std::string& sim_dir, bool plug, const xenhsa::xen::PvDevice
     }
     std::printf("unplugged device %s\n", name.c_str());
     return 0;
+}
+
+// plug or unplug `count` devices from device.devid on; an exit status.
+int toolstack(const std::string& sim_dir, bool plug, xenhsa::xen::PvDevice device, uint32_t count,
+              unsigned timeout_s) {
+    auto store = open_store(sim_dir);
+    if (!store) {
+        std::fprintf(stderr, "xenhsa-ctl: cannot open xenstore: %s\n",
+                     store.error().message().c_str());
+        return 1;
+    }
+    int rc = 0;
+    const uint32_t first = device.devid;
+    for (uint32_t i = 0; i < count; ++i) {
+        device.devid = first + i;
+        rc = std::max(rc, toolstack_one(*store.value(), plug, device, timeout_s));
+    }
+    return rc;
 }
 
 }  // namespace
@@ -171,6 +183,7 @@ int main(int argc, char** argv) {
     xenhsa::xen::PvDevice device;
     device.type = XENHSA_XS_DEVICE_TYPE;
     unsigned timeout_s = 10;
+    uint32_t device_count = 1;
     auto* plug = app.add_subcommand(
         "plug", "the toolstack's step: a xenhsa device for a guest (both xenstore directories)");
     auto* unplug = app.add_subcommand(
@@ -182,13 +195,18 @@ int main(int argc, char** argv) {
         cmd->add_option("--devid", device.devid, "the device number")->capture_default_str();
         cmd->add_option("--backend-domid", device.backend, "the backend's domain")
             ->capture_default_str();
+        cmd->add_option("--devices", device_count,
+                        "this many devices from --devid on (a guest runs as many ROCm "
+                        "processes at once as it has devices)")
+            ->capture_default_str()
+            ->check(CLI::Range(1u, 1024u));
     }
     unplug->add_option("--timeout", timeout_s, "seconds to wait for the backend's Closed")
         ->capture_default_str();
 
     CLI11_PARSE(app, argc, argv);
     if (plug->parsed() || unplug->parsed()) {
-        return toolstack(sim_dir, plug->parsed(), device, timeout_s);
+        return toolstack(sim_dir, plug->parsed(), device, device_count, timeout_s);
     }
 
     std::filesystem::path path = socket_path;
