@@ -37,6 +37,10 @@
  *                                     as the real thunk's) and leave the parent's device
  *                                     alone, its hsaKmtCloseKFD included; the parent
  *                                     then computes again
+ *   xenhsa-rocr-check --fork-opens    the same, where the guest has a device free: the
+ *                                     child's hsaKmtOpenKFD must succeed (a device of its
+ *                                     own, as the real thunk opens anew in a child), and
+ *                                     its calls and close after it
  *   xenhsa-rocr-check --close-under-wait
  *                                     without ROCr (whose threads would use the memory the
  *                                     close gives back): libhsakmt.so.1 loaded and opened
@@ -372,7 +376,7 @@ static void fault(struct ctx* c) {
 
 /* A child forked from this ROCm process calls libhsakmt (found as any program would, by
  * its symbols), closes it and exits; the parent's session must not notice. */
-static void forked(struct ctx* c) {
+static void forked(struct ctx* c, int opens) {
     int (*get_version)(void*) = (int (*)(void*))dlsym(RTLD_DEFAULT, "hsaKmtGetVersion");
     int (*open_kfd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hsaKmtOpenKFD");
     int (*close_kfd)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hsaKmtCloseKFD");
@@ -393,6 +397,10 @@ static void forked(struct ctx* c) {
         fflush(stdout);
         /* _exit: the child's copy of ROCr was never shut down (a sanitized build's leak
          * check would count it). */
+        if (opens) {
+            /* A device of its own: the child's libhsakmt works from its open to its close. */
+            _exit(before == 20 && opened == 0 && after == 0 && closed == 0 ? 0 : 1);
+        }
         _exit(before == 20 && opened == 20 && after == 20 && closed == 20 ? 0 : 1);
     }
     int status = 0;
@@ -862,6 +870,8 @@ int main(int argc, char** argv) {
             error_callback = 0;
         } else if (strcmp(argv[i], "--fork") == 0) {
             do_fork = 1;
+        } else if (strcmp(argv[i], "--fork-opens") == 0) {
+            do_fork = 2;
         } else if (strcmp(argv[i], "--isolation") == 0 && i + 2 < argc) {
             isolation_value = (uint32_t)strtoul(argv[++i], NULL, 0);
             isolation_dir = argv[++i];
@@ -877,7 +887,7 @@ int main(int argc, char** argv) {
                     "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
                     "[--queue-error CAUSE] "
                     "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
-                    "[--fork] [--close-under-wait] [--isolation VALUE DIR]\n",
+                    "[--fork] [--fork-opens] [--close-under-wait] [--isolation VALUE DIR]\n",
                     argv[0]);
             return 2;
         }
@@ -935,7 +945,7 @@ int main(int argc, char** argv) {
             system_memory(&c, system_mib, system_refused);
         }
         if (do_fork) {
-            forked(&c);
+            forked(&c, do_fork == 2);
         }
         if (isolation_dir != NULL) {
             isolation(&c, isolation_value, isolation_dir);

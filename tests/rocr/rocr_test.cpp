@@ -484,6 +484,21 @@ TEST_F(Rocr, AForkedChildGetsNoChannelAndLeavesItsParentAlone) {
     EXPECT_TRUE(released_within(g.domid));
 }
 
+// Where its domain has a device free, the child's own hsaKmtOpenKFD opens anew, as with
+// the real thunk: it claims that device (never its parent's), works, and closes it.
+TEST_F(Rocr, AForkedChildOpensAnewOnADeviceOfItsOwn) {
+    run_options_ = {"--devices", "2"};
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--fork-opens"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "fork-child")) << g.run.out;
+    EXPECT_NE(g.run.out.find("info fork-child get-version=20 open=0 get-version-after=0 close=0"),
+              std::string::npos)
+        << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "fork-parent-goes-on")) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
 // The last hsaKmtCloseKFD while another thread waits (libhsakmt alone, without ROCr, whose
 // threads would use the memory the close gives back): the wait ends with an error at once
 // and the closed session is never touched (a sanitized library would report it).
