@@ -1,7 +1,9 @@
 # Debian packages (CPack's DEB generator), one per component; script/package builds them.
 #   xenhsa-backend  xenhsa-backend, xenhsa-ctl, xenhsa-doctor, the systemd unit, an
 #                   example quota file; creates the system user "xenhsa" on install
-#   xenhsa-guest    the guest side: xenhsa-guest, xenhsa-run and the guest libhsakmt
+#   xenhsa-guest    the guest side: xenhsa-guest, xenhsa-run and the guest libhsakmt;
+#                   creates the group "xenhsa-gpu" whose members run ROCm programs (udev
+#                   rules for Xen's devices, a tmpfiles entry for the claims' directory)
 #   xenhsa-sim      the embedded hypervisor and the demo (xenhsa-demo, xenhsa-rocr-check)
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME xenhsa)
@@ -28,6 +30,9 @@ set(CPACK_COMPONENT_BACKEND_DESCRIPTION
     "xenhsa backend service: ROCm compute for Xen guests, from dom0 or a driver domain")
 
 set(CPACK_DEBIAN_GUEST_PACKAGE_NAME xenhsa-guest)
+set(CPACK_DEBIAN_GUEST_PACKAGE_DEPENDS adduser)
+set(CPACK_DEBIAN_GUEST_PACKAGE_CONTROL_EXTRA
+    "${PROJECT_SOURCE_DIR}/frontend/run/packaging/postinst;${PROJECT_SOURCE_DIR}/frontend/run/packaging/postrm")
 set(CPACK_COMPONENT_GUEST_DESCRIPTION
     "xenhsa guest side: the drop-in libhsakmt for unmodified ROCm, xenhsa-run, xenhsa-guest")
 

@@ -39,6 +39,9 @@ std::optional<xen::Platform> open_platform(const GuestConfig& config, std::strin
     if (!platform) {
         why = "cannot open Xen's grant, event channel and xenstore devices: " +
               platform.error().message();
+        if (platform.error() == std::errc::permission_denied) {
+            why += " (the xenhsa-guest package lets members of the group xenhsa-gpu open them)";
+        }
         return std::nullopt;
     }
     return std::move(platform.value());

@@ -68,7 +68,15 @@ struct Attempt {
 Attempt try_claim(const std::filesystem::path& lock_dir, xen::DomId self, uint32_t devid) {
     Attempt attempt;
     const std::string path = claim_lock_path(lock_dir, self, devid).string();
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0660);
+    if (fd >= 0) {
+        // For the group's other members, whatever this process's umask (only the file's
+        // owner can, and needs to).
+        (void)::fchmod(fd, 0660);
+    } else if (errno == EACCES) {
+        // Another user's file, not writable to us: a lock needs no write access.
+        fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    }
     if (fd < 0) {
         attempt.error = claim_errno(errno);
         return attempt;
