@@ -1,6 +1,7 @@
 // hsaKmt* exports: open/close, version, runtime and per-node state calls.
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <xenhsa/frontend/errors.hpp>
@@ -186,11 +187,40 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtSetTrapHandler(HSAuint32 NodeId, void* TrapHandler
     });
 }
 
+// The backend's GPU's, as the KFD reports them: ROCr's image support (which HIP
+// initialises) asserts that this succeeds. As the kernel, it copies at most the entries
+// the caller has room for, and says how many it copied.
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetTileConfig(HSAuint32 NodeId, HsaGpuTileConfig* config) {
-    (void)NodeId;
-    (void)config;
-    return call("hsaKmtGetTileConfig", [&](Session&) {
-        return refuse("hsaKmtGetTileConfig", "image tiling is not forwarded");
+    return call("hsaKmtGetTileConfig", [&](Session& s) {
+        if (config == nullptr || NodeId >= s.topology().nodes.size()) {
+            return HSAKMT_STATUS_INVALID_PARAMETER;
+        }
+        auto bytes = s.client().query(XENHSA_QUERY_TILE_CONFIG, NodeId, 0);
+        if (!bytes) {
+            return to_status(bytes.error());
+        }
+        xenhsa_tile_config t{};
+        if (bytes.value().size() != sizeof t) {
+            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
+        }
+        std::memcpy(&t, bytes.value().data(), sizeof t);
+        if (t.num_tile_configs > XENHSA_TILE_CONFIGS_MAX ||
+            t.num_macro_tile_configs > XENHSA_MACRO_TILE_CONFIGS_MAX) {
+            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
+        }
+        const uint32_t tiles =
+            config->TileConfig ? std::min(config->NumTileConfigs, t.num_tile_configs) : 0;
+        const uint32_t macros = config->MacroTileConfig ? std::min(config->NumMacroTileConfigs,
+                                                                   t.num_macro_tile_configs)
+                                                        : 0;
+        std::copy_n(t.tile_config, tiles, config->TileConfig);
+        std::copy_n(t.macro_tile_config, macros, config->MacroTileConfig);
+        config->NumTileConfigs = tiles;
+        config->NumMacroTileConfigs = macros;
+        config->GbAddrConfig = t.gb_addr_config;
+        config->NumBanks = t.num_banks;
+        config->NumRanks = t.num_ranks;
+        return HSAKMT_STATUS_SUCCESS;
     });
 }
 

@@ -32,6 +32,8 @@ uint32_t query_result_size(uint32_t kind) {
             return sizeof(xenhsa_clock_counters);
         case XENHSA_QUERY_KERNEL:
             return sizeof(xenhsa_kernel_info);
+        case XENHSA_QUERY_TILE_CONFIG:
+            return sizeof(xenhsa_tile_config);
         default:
             return 0;
     }

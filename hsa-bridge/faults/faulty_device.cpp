@@ -46,6 +46,9 @@ public:
     Result<xenhsa_clock_counters> clock(uint32_t n) override {
         return call("kfd.clock", kTopologyErrnos, [&] { return inner_->clock(n); });
     }
+    Result<xenhsa_tile_config> tile_config(uint32_t n) override {
+        return call("kfd.tile_config", kTopologyErrnos, [&] { return inner_->tile_config(n); });
+    }
     Result<xenhsa_kernel_info> kernel(uint32_t i) override {
         return call("kfd.kernel", kKernelErrnos, [&] { return inner_->kernel(i); });
     }

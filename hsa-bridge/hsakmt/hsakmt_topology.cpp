@@ -1,4 +1,5 @@
 // Topology from the snapshot taken at open (hsaKmtAcquireSystemProperties).
+#include <algorithm>
 #include <new>
 #include <vector>
 
@@ -124,6 +125,27 @@ Result<xenhsa_clock_counters> HsakmtDevice::clock(uint32_t node) {
         return errc(std::errc::io_error);  // the wire promises a nonzero frequency
     }
     return convert_clock(c);
+}
+
+Result<xenhsa_tile_config> HsakmtDevice::tile_config(uint32_t node) {
+    if (node >= system_.NumNodes) {
+        return errc(std::errc::no_such_file_or_directory);
+    }
+    xenhsa_tile_config out{};
+    HsaGpuTileConfig c{};
+    c.TileConfig = out.tile_config;
+    c.NumTileConfigs = XENHSA_TILE_CONFIGS_MAX;
+    c.MacroTileConfig = out.macro_tile_config;
+    c.NumMacroTileConfigs = XENHSA_MACRO_TILE_CONFIGS_MAX;
+    if (auto e = call([&] { return hsaKmtGetTileConfig(node, &c); })) {
+        return e;
+    }
+    out.gb_addr_config = c.GbAddrConfig;
+    out.num_banks = c.NumBanks;
+    out.num_ranks = c.NumRanks;
+    out.num_tile_configs = std::min(c.NumTileConfigs, XENHSA_TILE_CONFIGS_MAX);
+    out.num_macro_tile_configs = std::min(c.NumMacroTileConfigs, XENHSA_MACRO_TILE_CONFIGS_MAX);
+    return out;
 }
 
 Result<xenhsa_kernel_info> HsakmtDevice::kernel(uint32_t) {

@@ -169,6 +169,10 @@ Result<xenhsa_io_link> SoftAgent::io_link(uint32_t node, uint32_t index) {
 
 Result<xenhsa_clock_counters> SoftAgent::clock(uint32_t node) { return topology_.clock(node); }
 
+Result<xenhsa_tile_config> SoftAgent::tile_config(uint32_t node) {
+    return topology_.tile_config(node);
+}
+
 Result<xenhsa_kernel_info> SoftAgent::kernel(uint32_t index) {
     if (index >= soft::builtin_kernels().size()) {
         return errc(std::errc::no_such_file_or_directory);

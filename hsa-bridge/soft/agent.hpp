@@ -36,6 +36,7 @@ public:
     Result<xenhsa_cache> cache(uint32_t node, uint32_t index) override;
     Result<xenhsa_io_link> io_link(uint32_t node, uint32_t index) override;
     Result<xenhsa_clock_counters> clock(uint32_t node) override;
+    Result<xenhsa_tile_config> tile_config(uint32_t node) override;
     Result<xenhsa_kernel_info> kernel(uint32_t index) override;
 
     Result<void> alloc(uint32_t node, Va va, uint64_t size, uint32_t flags) override;

@@ -221,6 +221,21 @@ Result<xenhsa_io_link> Topology::io_link(uint32_t node, uint32_t index) const no
     return link;
 }
 
+// Vega 10's (gfx900, which the agent reports): GB_ADDR_CONFIG as amdgpu programs it;
+// GFX9 keeps no tile or macro-tile modes (the KFD reports 32 and 16 zeros) and no bank
+// or rank counts.
+Result<xenhsa_tile_config> Topology::tile_config(uint32_t node) const noexcept {
+    BOOST_OUTCOME_TRY(check_node(node));
+    if (node != kSoftGpuNode) {
+        return errc(std::errc::invalid_argument);
+    }
+    xenhsa_tile_config config{};
+    config.gb_addr_config = 0x2a114042;
+    config.num_tile_configs = XENHSA_TILE_CONFIGS_MAX;
+    config.num_macro_tile_configs = XENHSA_MACRO_TILE_CONFIGS_MAX;
+    return config;
+}
+
 Result<xenhsa_clock_counters> Topology::clock(uint32_t node) const noexcept {
     BOOST_OUTCOME_TRY(check_node(node));
     const uint64_t now = clock_now();

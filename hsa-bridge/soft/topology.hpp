@@ -29,6 +29,7 @@ public:
     [[nodiscard]] Result<xenhsa_cache> cache(uint32_t node, uint32_t index) const noexcept;
     [[nodiscard]] Result<xenhsa_io_link> io_link(uint32_t node, uint32_t index) const noexcept;
     [[nodiscard]] Result<xenhsa_clock_counters> clock(uint32_t node) const noexcept;
+    [[nodiscard]] Result<xenhsa_tile_config> tile_config(uint32_t node) const noexcept;
 
 private:
     SoftAgentOptions options_;

@@ -73,10 +73,10 @@ uint32_t hello(std::span<const uint8_t> p) {
 uint32_t query(std::span<const uint8_t> p) {
     const uint64_t kind = le(p, 0, 4), node = le(p, 4, 4), index = le(p, 8, 4);
     const uint64_t offset = le(p, 12, 4);
-    if (kind == 0 || kind >= 9) {
+    if (kind == 0 || kind >= 10) {
         return kBadArgument;
     }
-    const bool uses_node = kind >= 3 && kind <= 7;
+    const bool uses_node = (kind >= 3 && kind <= 7) || kind == 9;
     const bool uses_index = (kind >= 4 && kind <= 6) || kind == 8;
     if ((!uses_node && node != 0) || (!uses_index && index != 0)) {
         return kBadPad;

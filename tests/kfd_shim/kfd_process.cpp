@@ -66,6 +66,8 @@ int KfdProcess::ioctl(unsigned long request, void* arg) {
         {0x0A, "SET_EVENT", sizeof(kfd_ioctl_set_event_args), &KfdProcess::set_event},
         {0x0B, "RESET_EVENT", sizeof(kfd_ioctl_reset_event_args), &KfdProcess::reset_event},
         {0x0C, "WAIT_EVENTS", sizeof(kfd_ioctl_wait_events_args), &KfdProcess::wait_events},
+        {0x12, "GET_TILE_CONFIG", sizeof(kfd_ioctl_get_tile_config_args),
+         &KfdProcess::get_tile_config},
         {0x14, "GET_PROCESS_APERTURES_NEW", sizeof(kfd_ioctl_get_process_apertures_new_args),
          &KfdProcess::get_process_apertures_new},
         {0x15, "ACQUIRE_VM", sizeof(kfd_ioctl_acquire_vm_args), &KfdProcess::acquire_vm},
@@ -176,6 +178,33 @@ int KfdProcess::get_clock_counters(void* arg) {
     a.cpu_clock_counter = now_ns(CLOCK_MONOTONIC_RAW);
     a.system_clock_counter = now_ns(CLOCK_BOOTTIME);
     a.system_clock_freq = 1000000000ull;
+    return 0;
+}
+
+// kfd_ioctl_get_tile_config: the GPU's (the software agent's gfx900 answer); as the
+// kernel, at most the entries the caller has room for, and how many were copied.
+int KfdProcess::get_tile_config(void* arg) {
+    auto& a = *static_cast<kfd_ioctl_get_tile_config_args*>(arg);
+    const auto config = gpu_->tile_config(hsa::kSoftGpuNode);
+    if (a.gpu_id != kGpuId || !config) {
+        call_log().line("kfd GET_TILE_CONFIG -> EINVAL");
+        return EINVAL;
+    }
+    const xenhsa_tile_config& t = config.value();
+    a.num_tile_configs = std::min(a.num_tile_configs, t.num_tile_configs);
+    a.num_macro_tile_configs = std::min(a.num_macro_tile_configs, t.num_macro_tile_configs);
+    if (a.num_tile_configs != 0) {
+        std::memcpy(reinterpret_cast<void*>(a.tile_config_ptr), t.tile_config,
+                    a.num_tile_configs * sizeof(uint32_t));
+    }
+    if (a.num_macro_tile_configs != 0) {
+        std::memcpy(reinterpret_cast<void*>(a.macro_tile_config_ptr), t.macro_tile_config,
+                    a.num_macro_tile_configs * sizeof(uint32_t));
+    }
+    a.gb_addr_config = t.gb_addr_config;
+    a.num_banks = t.num_banks;
+    a.num_ranks = t.num_ranks;
+    call_log().line("kfd GET_TILE_CONFIG -> ok");
     return 0;
 }
 

@@ -104,6 +104,7 @@ private:
     int acquire_vm(void* arg);
     int set_memory_policy(void* arg);
     int get_clock_counters(void* arg);
+    int get_tile_config(void* arg);
     int set_xnack_mode(void* arg);
     int alloc_memory(void* arg);
     int free_memory(void* arg);

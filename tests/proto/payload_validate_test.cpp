@@ -81,6 +81,10 @@ TEST(ProtoQuery, NodeAndIndexOnlyWhereTheKindHasThem) {
         XENHSA_STATUS_BAD_ARGUMENT);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_KIND_COUNT_, 0, 0, 0}),
               XENHSA_STATUS_BAD_ARGUMENT);
+    EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_TILE_CONFIG, 1, 0, 0}),
+              XENHSA_STATUS_OK);
+    EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_TILE_CONFIG, 1, 1, 0}),
+              XENHSA_STATUS_BAD_PAD);
     EXPECT_EQ(check(XENHSA_CMD_QUERY, xenhsa_query_req{XENHSA_QUERY_NODE, 0, 0, XENHSA_PAGE_SIZE}),
               XENHSA_STATUS_BAD_ARGUMENT);
 }

@@ -55,6 +55,8 @@
  *                                     (HSA_STATUS_ERROR_OUT_OF_RESOURCES), and 16 MiB to be
  *                                     allocated and filled after it
  *
+ *   xenhsa-rocr-check --images         ROCr's image support (which HIP initialises): the
+ *                                     capabilities of a 2D RGBA8 image on the GPU
  *   xenhsa-rocr-check --isolation VALUE DIR
  *                                     run twice at once in one guest (DIR shared, VALUEs
  *                                     different): each fills device and system memory with
@@ -69,6 +71,7 @@
 #include <dlfcn.h>
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include <hsa/hsa_ext_image.h>
 #include <hsakmt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -581,6 +584,22 @@ static void isolation(struct ctx* c, uint32_t value, const char* dir) {
     hsa_amd_memory_pool_free(back);
 }
 
+/* ROCr's image support, which HIP initialises: its first use sets up the GPU's address
+ * library from hsaKmtGetTileConfig (and aborts when that fails). A 2D RGBA8 image must be
+ * reported readable and writable, as on any GFX9 GPU. */
+static void images(struct ctx* c) {
+    hsa_ext_image_format_t format = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT8,
+                                     HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA};
+    uint32_t capability = 0;
+    const hsa_status_t s = hsa_ext_image_get_capability(c->agents.gpu, HSA_EXT_IMAGE_GEOMETRY_2D,
+                                                        &format, &capability);
+    char detail[96];
+    snprintf(detail, sizeof detail, "status=%d capability=%#x", (int)s, capability);
+    check("image-capability",
+          s == HSA_STATUS_SUCCESS && (capability & HSA_EXT_IMAGE_CAPABILITY_READ_WRITE) != 0,
+          detail);
+}
+
 /* Device memory filled and copied by ROCr's blit kernels, read back and compared. */
 static void blits(struct ctx* c) {
     const size_t size = 4u << 20;
@@ -850,6 +869,7 @@ int main(int argc, char** argv) {
     int do_fork = 0;
     int do_close_under_wait = 0;
     const char* isolation_dir = NULL;
+    int do_images = 0;
     uint32_t isolation_value = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
@@ -875,6 +895,8 @@ int main(int argc, char** argv) {
         } else if (strcmp(argv[i], "--isolation") == 0 && i + 2 < argc) {
             isolation_value = (uint32_t)strtoul(argv[++i], NULL, 0);
             isolation_dir = argv[++i];
+        } else if (strcmp(argv[i], "--images") == 0) {
+            do_images = 1;
         } else if (strcmp(argv[i], "--close-under-wait") == 0) {
             do_close_under_wait = 1;
         } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
@@ -883,12 +905,13 @@ int main(int argc, char** argv) {
             system_mib = strtoull(argv[++i], NULL, 10);
             system_refused = 1;
         } else {
-            fprintf(stderr,
-                    "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
-                    "[--queue-error CAUSE] "
-                    "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
-                    "[--fork] [--fork-opens] [--close-under-wait] [--isolation VALUE DIR]\n",
-                    argv[0]);
+            fprintf(
+                stderr,
+                "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
+                "[--queue-error CAUSE] "
+                "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
+                "[--fork] [--fork-opens] [--close-under-wait] [--isolation VALUE DIR] [--images]\n",
+                argv[0]);
             return 2;
         }
     }
@@ -946,6 +969,9 @@ int main(int argc, char** argv) {
         }
         if (do_fork) {
             forked(&c, do_fork == 2);
+        }
+        if (do_images) {
+            images(&c);
         }
         if (isolation_dir != NULL) {
             isolation(&c, isolation_value, isolation_dir);

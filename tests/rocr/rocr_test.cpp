@@ -406,6 +406,15 @@ TEST_F(Rocr, AKilledProcessInALivingDomainIsReclaimedWithinASecond) {
     (void)holder->wait(kPatience);
 }
 
+// ROCr's image support (HIP initialises it) reads the GPU's tiling setup through
+// hsaKmtGetTileConfig, which the backend answers for its GPU: the image capabilities of a
+// GFX9 GPU, where ROCr used to abort on an assertion.
+TEST_F(Rocr, ImageSupportGetsTheGpusTileConfigAsHipNeedsIt) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--images"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    EXPECT_TRUE(check_held(g.run, "image-capability")) << g.run.out;
+}
+
 // Two ROCm programs at once in one guest, with no configuration: each `xenhsa-run` in the
 // domain claims a device of its own, so each runs over a worker and a GPU address space of
 // its own. Both ask for the same VA window (as the real thunk's fixed aperture hints give

@@ -138,6 +138,8 @@ Reply Topology::query(const xenhsa_query_req& req, uint32_t seqno) const {
                        : bad();
         case XENHSA_QUERY_CLOCK:
             return answer(device_->clock(req.node), req, seqno);
+        case XENHSA_QUERY_TILE_CONFIG:
+            return answer(device_->tile_config(req.node), req, seqno);
         default:
             return bad();
     }

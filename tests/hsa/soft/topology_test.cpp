@@ -182,6 +182,18 @@ TEST_F(TopologyTest, ClockCountersMoveForward) {
     EXPECT_EQ(device().clock(9).error(), kInval);
 }
 
+// gfx900's, as amdgpu's KFD reports Vega 10's: GB_ADDR_CONFIG, 32 and 16 (zero) modes;
+// the CPU node has none.
+TEST_F(TopologyTest, TheGpuHasVega10sTileConfig) {
+    auto config = device().tile_config(kSoftGpuNode);
+    ASSERT_TRUE(config);
+    EXPECT_EQ(config.value().gb_addr_config, 0x2a114042u);
+    EXPECT_EQ(config.value().num_tile_configs, XENHSA_TILE_CONFIGS_MAX);
+    EXPECT_EQ(config.value().num_macro_tile_configs, XENHSA_MACRO_TILE_CONFIGS_MAX);
+    EXPECT_EQ(device().tile_config(kSoftCpuNode).error(), kInval);
+    EXPECT_EQ(device().tile_config(9).error(), kInval);
+}
+
 TEST_F(TopologyTest, KernelsListTheBuiltIns) {
     const std::pair<const char*, uint32_t> expected[] = {
         {XENHSA_KERNEL_NAME_FILL, sizeof(xenhsa_kernarg_fill)},

@@ -16,15 +16,16 @@
 #include "common.h"
 
 enum xenhsa_query_kind {
-    XENHSA_QUERY_VERSION = 1,  /* -> struct xenhsa_version_info */
-    XENHSA_QUERY_SYSTEM = 2,   /* -> struct xenhsa_system_props */
-    XENHSA_QUERY_NODE = 3,     /* node -> struct xenhsa_node_props */
-    XENHSA_QUERY_MEM_BANK = 4, /* node, index -> struct xenhsa_mem_bank */
-    XENHSA_QUERY_CACHE = 5,    /* node, index -> struct xenhsa_cache */
-    XENHSA_QUERY_IO_LINK = 6,  /* node, index -> struct xenhsa_io_link */
-    XENHSA_QUERY_CLOCK = 7,    /* node -> struct xenhsa_clock_counters */
-    XENHSA_QUERY_KERNEL = 8,   /* index -> struct xenhsa_kernel_info */
-    XENHSA_QUERY_KIND_COUNT_ = 9
+    XENHSA_QUERY_VERSION = 1,     /* -> struct xenhsa_version_info */
+    XENHSA_QUERY_SYSTEM = 2,      /* -> struct xenhsa_system_props */
+    XENHSA_QUERY_NODE = 3,        /* node -> struct xenhsa_node_props */
+    XENHSA_QUERY_MEM_BANK = 4,    /* node, index -> struct xenhsa_mem_bank */
+    XENHSA_QUERY_CACHE = 5,       /* node, index -> struct xenhsa_cache */
+    XENHSA_QUERY_IO_LINK = 6,     /* node, index -> struct xenhsa_io_link */
+    XENHSA_QUERY_CLOCK = 7,       /* node -> struct xenhsa_clock_counters */
+    XENHSA_QUERY_KERNEL = 8,      /* index -> struct xenhsa_kernel_info */
+    XENHSA_QUERY_TILE_CONFIG = 9, /* node -> struct xenhsa_tile_config (GPU nodes) */
+    XENHSA_QUERY_KIND_COUNT_ = 10
 };
 
 #define XENHSA_QUERY_MAX_NODES 64u
@@ -175,6 +176,24 @@ struct xenhsa_clock_counters {
     uint64_t system_clock_frequency_hz; /* never 0 */
 };
 XENHSA_WIRE_STRUCT(struct xenhsa_clock_counters, 32);
+
+#define XENHSA_TILE_CONFIGS_MAX 32u
+#define XENHSA_MACRO_TILE_CONFIGS_MAX 16u
+
+/* A GPU's tiling setup as the KFD reports it (AMDKFD_IOC_GET_TILE_CONFIG), for ROCr's
+ * image support (hsaKmtGetTileConfig), which HIP initialises. A CPU node answers
+ * INVALID_ARG; a device that cannot tell answers UNSUPPORTED. */
+struct xenhsa_tile_config {
+    uint32_t gb_addr_config;
+    uint32_t num_banks;
+    uint32_t num_ranks;
+    uint32_t num_tile_configs;       /* <= XENHSA_TILE_CONFIGS_MAX */
+    uint32_t num_macro_tile_configs; /* <= XENHSA_MACRO_TILE_CONFIGS_MAX */
+    uint32_t pad;
+    uint32_t tile_config[XENHSA_TILE_CONFIGS_MAX];
+    uint32_t macro_tile_config[XENHSA_MACRO_TILE_CONFIGS_MAX];
+};
+XENHSA_WIRE_STRUCT(struct xenhsa_tile_config, 216);
 
 #define XENHSA_KERNEL_NAME_SIZE 40u
 

@@ -126,7 +126,7 @@ static inline uint32_t xenhsa_check_hello_req(const struct xenhsa_hello_req* r) 
 static inline uint32_t xenhsa_check_query_req(const struct xenhsa_query_req* r) {
     const int has_node = r->kind == XENHSA_QUERY_NODE || r->kind == XENHSA_QUERY_MEM_BANK ||
                          r->kind == XENHSA_QUERY_CACHE || r->kind == XENHSA_QUERY_IO_LINK ||
-                         r->kind == XENHSA_QUERY_CLOCK;
+                         r->kind == XENHSA_QUERY_CLOCK || r->kind == XENHSA_QUERY_TILE_CONFIG;
     const int has_index = r->kind == XENHSA_QUERY_MEM_BANK || r->kind == XENHSA_QUERY_CACHE ||
                           r->kind == XENHSA_QUERY_IO_LINK || r->kind == XENHSA_QUERY_KERNEL;
     if (r->kind == 0 || r->kind >= XENHSA_QUERY_KIND_COUNT_) {

@@ -73,6 +73,11 @@ public:
     virtual Result<xenhsa_cache> cache(uint32_t node, uint32_t index) = 0;
     virtual Result<xenhsa_io_link> io_link(uint32_t node, uint32_t index) = 0;
     virtual Result<xenhsa_clock_counters> clock(uint32_t node) = 0;
+    // A GPU node's tiling setup (hsaKmtGetTileConfig; EINVAL for a CPU node).
+    virtual Result<xenhsa_tile_config> tile_config(uint32_t node) {
+        (void)node;
+        return std::make_error_code(std::errc::not_supported);
+    }
     // Built-in kernels a guest may dispatch (ENOENT past the last; KFD has none).
     virtual Result<xenhsa_kernel_info> kernel(uint32_t index) = 0;
 
