@@ -195,15 +195,11 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetTileConfig(HSAuint32 NodeId, HsaGpuTileConfig* 
         if (config == nullptr || NodeId >= s.topology().nodes.size()) {
             return HSAKMT_STATUS_INVALID_PARAMETER;
         }
-        auto bytes = s.client().query(XENHSA_QUERY_TILE_CONFIG, NodeId, 0);
-        if (!bytes) {
-            return to_status(bytes.error());
+        auto queried = s.client().query_tile_config(NodeId);
+        if (!queried) {
+            return to_status(queried.error());
         }
-        xenhsa_tile_config t{};
-        if (bytes.value().size() != sizeof t) {
-            return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;
-        }
-        std::memcpy(&t, bytes.value().data(), sizeof t);
+        const xenhsa_tile_config& t = queried.value();
         if (t.num_tile_configs > XENHSA_TILE_CONFIGS_MAX ||
             t.num_macro_tile_configs > XENHSA_MACRO_TILE_CONFIGS_MAX) {
             return HSAKMT_STATUS_KERNEL_COMMUNICATION_ERROR;

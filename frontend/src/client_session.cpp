@@ -146,6 +146,10 @@ Result<xenhsa_node_props> Client::query_node(uint32_t node) {
     return as_wire<xenhsa_node_props>(query(XENHSA_QUERY_NODE, node));
 }
 
+Result<xenhsa_tile_config> Client::query_tile_config(uint32_t node) {
+    return as_wire<xenhsa_tile_config>(query(XENHSA_QUERY_TILE_CONFIG, node, 0));
+}
+
 Result<xenhsa_kernel_info> Client::query_kernel(uint32_t index) {
     return as_wire<xenhsa_kernel_info>(query(XENHSA_QUERY_KERNEL, 0, index));
 }

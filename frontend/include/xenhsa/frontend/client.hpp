@@ -93,6 +93,8 @@ public:
     Result<xenhsa_system_props> query_system();
     Result<xenhsa_node_props> query_node(uint32_t node);
     Result<xenhsa_kernel_info> query_kernel(uint32_t index);
+    // QUERY TILE_CONFIG of a GPU node.
+    Result<xenhsa_tile_config> query_tile_config(uint32_t node);
     // The built-in kernel called `name` (nullopt when there is none).
     Result<std::optional<xenhsa_kernel_info>> find_kernel(std::string_view name);
 
