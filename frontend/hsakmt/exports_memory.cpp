@@ -1,5 +1,6 @@
-// hsaKmt* exports: memory (Memory keeps the records; every kind sits in the xenhsa window,
-// so the GPU address is always the guest's own).
+// hsaKmt* exports: memory (Memory keeps the records; what it allocates sits in the xenhsa
+// window, where the GPU address is the guest's own; registered user memory has the
+// window's VA as its GPU address, AlternateVAGPU).
 #include <span>
 
 #include "thunk.hpp"

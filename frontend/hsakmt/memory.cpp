@@ -4,6 +4,7 @@
 #include <xenhsa/frontend/errors.hpp>
 
 #include "log.hpp"
+#include "private_pages.hpp"
 
 namespace xenhsa::frontend::hsakmt {
 
@@ -18,6 +19,13 @@ uint64_t round_up(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 }  // namespace
 
 Memory::~Memory() {
+    // The process keeps its own memory: user ranges move back first.
+    while (!user_.empty()) {
+        auto it = allocs_.find(user_.begin()->second);
+        if (it == allocs_.end() || !unregister_moved(it)) {
+            user_.erase(user_.begin());
+        }
+    }
     while (!allocs_.empty()) {
         auto it = allocs_.begin();
         it->second.holds = 0;
@@ -54,18 +62,27 @@ Result<uint64_t> Memory::mask_of(std::span<const uint32_t> nodes) const {
     return mask;
 }
 
-Result<void> Memory::fill_system(Allocation& a) {
+std::byte* Memory::placed_at(const Allocation& a, uint64_t off) noexcept {
+    return a.user_start == 0
+               ? nullptr
+               : reinterpret_cast<std::byte*>(static_cast<uintptr_t>(a.user_start + off));
+}
+
+Result<void> Memory::fill_system(Allocation& a, const std::byte* contents) {
     if (lend_system_) {
-        return fill_lent(a);
+        return fill_lent(a, contents);
     }
     const bool writable = a.flags.ui32.ReadOnly == 0;
     for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
         const auto pages = static_cast<std::size_t>(std::min(kChunkBytes, a.size - off) / kPage);
-        auto buffer = client_.share_at(a.va + off, pages, writable);
+        auto buffer = client_.share_at(a.va + off, pages, writable, placed_at(a, off));
         if (!buffer) {
             return refused(SystemStep::grant, buffer.error(), a, pages);
         }
         a.chunks.push_back(std::move(buffer.value()));
+        if (contents != nullptr) {
+            copy_pages(a.chunks.back().data(), contents + off, a.chunks.back().size());
+        }
         auto handle = client_.map(a.chunks.back(), writable);
         if (!handle) {
             return refused(SystemStep::map, handle.error(), a, pages);
@@ -95,18 +112,21 @@ Result<void> Memory::fill_system(Allocation& a) {
     }
     a.chunks.clear();
     lend_system_ = true;
-    return fill_lent(a);
+    return fill_lent(a, contents);
 }
 
-Result<void> Memory::fill_lent(Allocation& a) {
+Result<void> Memory::fill_lent(Allocation& a, const std::byte* contents) {
     const bool writable = a.flags.ui32.ReadOnly == 0;
     for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
         const auto pages = static_cast<uint32_t>(std::min(kChunkBytes, a.size - off) / kPage);
-        auto lent = client_.lend_at(a.va + off, pages, writable);
+        auto lent = client_.lend_at(a.va + off, pages, writable, placed_at(a, off));
         if (!lent) {
             return refused(SystemStep::lend, lent.error(), a, pages);
         }
         a.lent.push_back(std::move(lent.value()));
+        if (contents != nullptr) {
+            copy_pages(a.lent.back().data(), contents + off, a.lent.back().size());
+        }
     }
     return pin_system(a);
 }
@@ -335,8 +355,9 @@ Result<void> Memory::map_handle(Allocation& a, Handle handle, uint64_t mask) {
     return boost::outcome_v2::success();
 }
 
-Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes) {
-    Allocation* a = find(va);
+Result<uint64_t> Memory::map_to_gpu(uint64_t address, uint64_t size,
+                                    std::span<const uint32_t> nodes) {
+    const auto [a, va] = locate(address);
     if (a == nullptr) {
         return errc(std::errc::invalid_argument);
     }
@@ -348,7 +369,8 @@ Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const 
         if (auto r = map_handle(*a, a->pin != 0 ? a->pin : a->alloc, mask.value()); !r) {
             return r.error();
         }
-        return va;
+        a->user_gpu_maps += a->user_start != 0 ? 1 : 0;
+        return va;  // a user range's: its VA in the window, as the thunk's userptr GPU VA
     }
     // A scratch sub-range becomes device memory of its own.
     const uint64_t bytes = round_up(size);
@@ -369,10 +391,14 @@ Result<uint64_t> Memory::map_to_gpu(uint64_t va, uint64_t size, std::span<const 
     return va;
 }
 
-Result<void> Memory::unmap_from_gpu(uint64_t va) {
-    Allocation* a = find(va);
+Result<void> Memory::unmap_from_gpu(uint64_t address) {
+    const auto [a, va] = locate(address);
     if (a == nullptr) {
         return errc(std::errc::invalid_argument);
+    }
+    if (a->user_start != 0 && a->user_gpu_maps > 1) {
+        --a->user_gpu_maps;  // another lock of the range still maps it
+        return boost::outcome_v2::success();
     }
     if (a->kind == Kind::scratch) {
         auto it = a->scratch.find(va);
@@ -400,37 +426,13 @@ Result<void> Memory::unmap_from_gpu(uint64_t va) {
         return r;
     }
     a->gpu_mask = 0;
+    a->user_gpu_maps = 0;
     a->mapped_nodes.clear();
     return boost::outcome_v2::success();
 }
 
-Result<void> Memory::register_user(uint64_t va, uint64_t size) {
-    Allocation* a = find(va);
-    if (a == nullptr || a->kind != Kind::system) {
-        refused_once("hsaKmtRegisterMemory*",
-                     "only memory from hsaKmtAllocMemory (hsa_amd_memory_pool_allocate) lies in "
-                     "the xenhsa window that the backend mirrors at the guest's VA; other user "
-                     "memory cannot be made GPU-visible at its own address");
-        return errc(std::errc::not_supported);
-    }
-    if (size == 0 || va - a->va + size > a->size) {
-        return errc(std::errc::invalid_argument);
-    }
-    ++a->registrations;  // already granted, MAPped and PINned
-    return boost::outcome_v2::success();
-}
-
-Result<void> Memory::deregister_user(uint64_t va) {
-    Allocation* a = find(va);
-    if (a == nullptr || a->registrations == 0) {
-        return errc(std::errc::invalid_argument);
-    }
-    --a->registrations;
-    return boost::outcome_v2::success();
-}
-
-Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
-    Allocation* a = find(va);
+Result<HsaPointerInfo> Memory::pointer_info(uint64_t address) {
+    Allocation* a = locate(address).a;
     if (a == nullptr) {
         return errc(std::errc::invalid_argument);
     }
@@ -439,9 +441,11 @@ Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
                                                                  : HSA_POINTER_ALLOCATED;
     info.Node = a->node;
     info.MemFlags = a->flags;
-    info.CPUAddress = reinterpret_cast<void*>(static_cast<uintptr_t>(a->va));
-    info.GPUAddress = a->va;
-    info.SizeInBytes = a->size;
+    const bool user = a->user_start != 0;
+    const uint64_t cpu = user ? a->user_addr : a->va;
+    info.CPUAddress = reinterpret_cast<void*>(static_cast<uintptr_t>(cpu));
+    info.GPUAddress = user ? a->va + (a->user_addr - a->user_start) : a->va;
+    info.SizeInBytes = user ? a->user_size : a->size;
     info.NMappedNodes = static_cast<HSAuint32>(a->mapped_nodes.size());
     info.MappedNodes = a->mapped_nodes.empty() ? nullptr : a->mapped_nodes.data();
     info.NRegisteredNodes = info.NMappedNodes;
@@ -451,7 +455,7 @@ Result<HsaPointerInfo> Memory::pointer_info(uint64_t va) {
 }
 
 Result<void> Memory::set_user_data(uint64_t va, void* data) {
-    Allocation* a = find(va);
+    Allocation* a = locate(va).a;
     if (a == nullptr) {
         return errc(std::errc::invalid_argument);
     }

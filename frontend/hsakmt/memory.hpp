@@ -10,6 +10,12 @@
 //                       cannot reach device memory through Xen, so HostAccess is refused.
 //   scratch (GPU node)  a VA reservation only (ROCr reserves 4 GiB); a sub-range mapped to
 //                       the GPU becomes an ALLOC + MAP_TO_GPU there, undone on unmap.
+//   user (registered)   the process's own private memory (hsaKmtRegisterMemory, as for
+//                       hipMemcpy's pinned copies): its pages move onto pages granted
+//                       (or lent) as system memory's, placed at the user's VA in the guest
+//                       and at a VA of the window in the backend, the GPU's address
+//                       (AlternateVAGPU, as the thunk's userptr); they move back to private
+//                       anonymous memory with the same bytes at deregistration.
 //
 // Memory a live queue uses (ring, read/write pointers) can be freed while the queue
 // lives: the backend defers those releases (protocol 5.20), and the guest keeps the pages
@@ -49,8 +55,8 @@ public:
     // `nodes` empty: every GPU node. Returns the GPU VA (the same VA).
     Result<uint64_t> map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes);
     Result<void> unmap_from_gpu(uint64_t va);
-    // hsaKmtRegisterMemory*: only memory this library allocated (in the window) can be
-    // registered; user memory elsewhere cannot be mirrored at its VA (ENOTSUP).
+    // hsaKmtRegisterMemory*: memory this library allocated counts a registration; the
+    // process's own memory elsewhere moves onto shared pages (user_memory.cpp).
     Result<void> register_user(uint64_t va, uint64_t size);
     Result<void> deregister_user(uint64_t va);
     Result<HsaPointerInfo> pointer_info(uint64_t va);
@@ -91,11 +97,35 @@ private:
         void* user_data = nullptr;
         uint32_t holds = 0;  // live queues using it
         bool freed = false;  // freed while held: released with the last hold
+        // user: the process's pages [user_start, user_start + size), registered as
+        // [user_addr, user_addr + user_size) with protection user_prot.
+        uint64_t user_start = 0;
+        uint64_t user_addr = 0;
+        uint64_t user_size = 0;
+        int user_prot = 0;
+        uint32_t user_gpu_maps = 0;  // nested locks of one range map it once
+    };
+    // An address as the allocation holding it and its VA there (the window's VA of a
+    // user range's address).
+    struct Located {
+        Allocation* a = nullptr;
+        uint64_t va = 0;
     };
 
     Allocation* find(uint64_t va) noexcept;  // the allocation containing va
-    Result<void> fill_system(Allocation& a);
-    Result<void> fill_lent(Allocation& a);
+    // find(), or the user range containing va.
+    Located locate(uint64_t va) noexcept;
+    // `contents`: a user range's bytes, copied into its pages once they are in place.
+    Result<void> fill_system(Allocation& a, const std::byte* contents = nullptr);
+    Result<void> fill_lent(Allocation& a, const std::byte* contents = nullptr);
+    // Where this process maps the pages at `off` of `a`: nullptr for the window's VA.
+    static std::byte* placed_at(const Allocation& a, uint64_t off) noexcept;
+    Result<void> register_moved(uint64_t va, uint64_t size);
+    // Gives a user range back: its bytes to private anonymous memory at its VA, then the
+    // backend's records and the pages.
+    Result<void> unregister_moved(std::map<uint64_t, Allocation>::iterator it) noexcept;
+    // The guest's mappings of a's pages go (the range is left PROT_NONE).
+    static void unmap_pieces(Allocation& a) noexcept;
     Result<void> pin_system(Allocation& a);
     // Says once which limit refused `step` (memory_limits.hpp); returns `error`.
     std::error_code refused(SystemStep step, const std::error_code& error, const Allocation& a,
@@ -113,6 +143,7 @@ private:
     const Topology& topology_;
     std::function<MemoryLimits()> limits_;
     std::map<uint64_t, Allocation> allocs_;  // by VA
+    std::map<uint64_t, uint64_t> user_;      // a user range's start -> its allocation's VA
     bool lend_system_ = false;               // the backend cannot pin grant mappings
 };
 

@@ -52,7 +52,8 @@ Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, u
     return GuestBuffer(&allocator_, va.value(), std::move(shared.value()));
 }
 
-Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable) {
+Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable,
+                                     std::byte* at) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -60,8 +61,9 @@ Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backen
         !reservation_.contains(va, uint64_t{pages} * XENHSA_PAGE_SIZE)) {
         return sys_error(EINVAL);
     }
-    auto shared = sharer_.share({link_.backend_domid(), pages, backend_writable,
-                                 reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
+    auto shared = sharer_.share(
+        {link_.backend_domid(), pages, backend_writable,
+         at != nullptr ? at : reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
     if (!shared) {
         return shared.error();
     }
@@ -147,7 +149,7 @@ Result<LentBuffer> Client::lend(uint32_t npages, bool writable) {
     return lent;
 }
 
-Result<LentBuffer> Client::lend_at(uint64_t va, uint32_t npages, bool writable) {
+Result<LentBuffer> Client::lend_at(uint64_t va, uint32_t npages, bool writable, std::byte* at) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -193,8 +195,9 @@ Result<LentBuffer> Client::lend_at(uint64_t va, uint32_t npages, bool writable) 
     } else {
         refs = inline_refs(rsp);
     }
-    auto mapping = mapper_.map({link_.backend_domid(), refs, writable,
-                                reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
+    auto mapping = mapper_.map(
+        {link_.backend_domid(), refs, writable,
+         at != nullptr ? at : reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
     if (!mapping) {
         return give_back(mapping.error());
     }

@@ -57,6 +57,8 @@
  *
  *   xenhsa-rocr-check --images         ROCr's image support (which HIP initialises): the
  *                                     capabilities of a 2D RGBA8 image on the GPU
+ *   xenhsa-rocr-check --lock          hsa_amd_memory_lock of the program's own memory, copies
+ *                                     through its GPU address (hsa_check_lock.c)
  *   xenhsa-rocr-check --isolation VALUE DIR
  *                                     run twice at once in one guest (DIR shared, VALUEs
  *                                     different): each fills device and system memory with
@@ -67,10 +69,10 @@
  * Exit code 0 iff every check held.
  */
 #define _GNU_SOURCE
+#include "hsa_check.h"
+
 #include <dirent.h>
 #include <dlfcn.h>
-#include <hsa/hsa.h>
-#include <hsa/hsa_ext_amd.h>
 #include <hsa/hsa_ext_image.h>
 #include <hsakmt.h>
 #include <inttypes.h>
@@ -87,14 +89,14 @@
 
 static unsigned checks, failures;
 
-static void check(const char* name, int ok, const char* detail) {
+void check(const char* name, int ok, const char* detail) {
     ++checks;
     failures += ok ? 0 : 1;
     printf("check %s %s%s%s\n", name, ok ? "ok" : "FAIL", detail[0] ? " " : "", detail);
     fflush(stdout);
 }
 
-static int hsa_ok(const char* what, hsa_status_t s) {
+int hsa_ok(const char* what, hsa_status_t s) {
     if (s == HSA_STATUS_SUCCESS) {
         return 1;
     }
@@ -105,11 +107,6 @@ static int hsa_ok(const char* what, hsa_status_t s) {
     check(what, 0, detail);
     return 0;
 }
-
-struct agents {
-    hsa_agent_t cpu, gpu;
-    int have_cpu, have_gpu;
-};
 
 static hsa_status_t find_agent(hsa_agent_t agent, void* data) {
     struct agents* a = data;
@@ -124,11 +121,6 @@ static hsa_status_t find_agent(hsa_agent_t agent, void* data) {
     }
     return HSA_STATUS_SUCCESS;
 }
-
-struct pools {
-    hsa_amd_memory_pool_t kernarg, fine, coarse;
-    int have_kernarg, have_fine, have_coarse;
-};
 
 static hsa_status_t find_pool(hsa_amd_memory_pool_t pool, void* data) {
     struct pools* p = data;
@@ -175,13 +167,6 @@ struct vector_add_args {
 };
 struct oob_read_args {
     uint64_t src, index, dst;
-};
-
-struct ctx {
-    struct agents agents;
-    struct pools cpu_pools, gpu_pools;
-    hsa_queue_t* queue;
-    uint64_t k_fill, k_vector_add;
 };
 
 /* Dispatches on c->queue and waits for `done` (which the caller made, at 1). */
@@ -235,8 +220,7 @@ static int dispatch_signal(struct ctx* c, uint64_t kernel, const void* args, siz
     return left == 0;
 }
 
-static int copy(void* dst, hsa_agent_t dst_agent, const void* src, hsa_agent_t src_agent,
-                size_t size) {
+int copy(void* dst, hsa_agent_t dst_agent, const void* src, hsa_agent_t src_agent, size_t size) {
     hsa_signal_t done;
     if (!hsa_ok("signal create", hsa_signal_create(1, 0, NULL, &done))) {
         return 0;
@@ -870,6 +854,7 @@ int main(int argc, char** argv) {
     int do_close_under_wait = 0;
     const char* isolation_dir = NULL;
     int do_images = 0;
+    int do_lock = 0;
     uint32_t isolation_value = 0;
     for (int i = 1; i < argc; ++i) {
         if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
@@ -897,6 +882,8 @@ int main(int argc, char** argv) {
             isolation_dir = argv[++i];
         } else if (strcmp(argv[i], "--images") == 0) {
             do_images = 1;
+        } else if (strcmp(argv[i], "--lock") == 0) {
+            do_lock = 1;
         } else if (strcmp(argv[i], "--close-under-wait") == 0) {
             do_close_under_wait = 1;
         } else if (strcmp(argv[i], "--system-mib") == 0 && i + 1 < argc) {
@@ -910,7 +897,8 @@ int main(int argc, char** argv) {
                 "usage: %s [--repeat N] [--wait-ms MS] [--blits] [--profile] [--fault] "
                 "[--queue-error CAUSE] "
                 "[--queue-error-abort CAUSE] [--system-mib N] [--system-mib-refused N] "
-                "[--fork] [--fork-opens] [--close-under-wait] [--isolation VALUE DIR] [--images]\n",
+                "[--fork] [--fork-opens] [--close-under-wait] [--isolation VALUE DIR] [--images] "
+                "[--lock]\n",
                 argv[0]);
             return 2;
         }
@@ -972,6 +960,9 @@ int main(int argc, char** argv) {
         }
         if (do_images) {
             images(&c);
+        }
+        if (do_lock) {
+            locked_copies(&c);
         }
         if (isolation_dir != NULL) {
             isolation(&c, isolation_value, isolation_dir);

@@ -424,6 +424,61 @@ TEST_F(Rocr, ImageSupportGetsTheGpusTileConfigAsHipNeedsIt) {
     EXPECT_TRUE(check_held(g.run, "image-capability")) << g.run.out;
 }
 
+// hsa_amd_memory_lock of the program's own malloc'd memory: the guest library moves its
+// pages onto shared ones, and ROCr's copies through its GPU address (not the CPU's, as a
+// userptr's on a discrete GPU) go into and out of the program's bytes, byte for byte; the
+// bytes stay the program's after the unlock, and the ones around the range never change.
+TEST_F(Rocr, LockedProgramMemoryIsCopiedThroughItsGpuAddress) {
+    const Guest g = run_in_guest({XENHSA_ROCR_CHECK_BINARY, "--lock"});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    for (const char* check :
+         {"lock-gpu-address", "locked-copy-round-trip", "locked-cpu-writes-seen",
+          "unlocked-bytes-kept", "lock-neighbours-untouched"}) {
+        EXPECT_TRUE(check_held(g.run, check)) << check;
+    }
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+#ifdef XENHSA_HIP_CHECK_BINARY
+// Debian's HIP runtime in a guest: it finds the GPU, and copies to and from the program's
+// own memory, whose pages the guest library moves onto shared pages while ROCclr has them
+// registered (hsaKmtRegisterMemory), byte for byte, as hipHostRegister'd and
+// hipHostMalloc'd memory; the program's bytes around a registered range never change, and
+// shared memory, which cannot move, is refused.
+TEST_F(Rocr, HipCopiesToAndFromTheProgramsOwnMemoryByteForByte) {
+    const Guest g = run_in_guest({XENHSA_HIP_CHECK_BINARY});
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    for (const char* check : {"device", "pageable-round-trip", "registered-copy-in",
+                              "registered-cpu-writes-seen", "unregistered-bytes-kept",
+                              "neighbours-untouched", "pinned-round-trip", "shared-refused"}) {
+        EXPECT_TRUE(check_held(g.run, check)) << check;
+    }
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+// HIP's own GPU code (a device-to-device copy, hipMemset) cannot run on the software GPU:
+// its queue stops as a GPU's does on an invalid code object, and HIP aborts the program
+// with its message, never returning a wrong result.
+class RocrHipGpuCode : public Rocr, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(RocrHipGpuCode, AbortsTheProgramWithHipsMessage) {
+    const std::string command = std::string("exec ") + XENHSA_HIP_CHECK_BINARY +
+                                " --needs-gpu-code " + GetParam() + " 2>&1";
+    const Guest g = run_in_guest({"/bin/sh", "-c", command});
+    EXPECT_NE(g.run.out.find("info running " + GetParam()), std::string::npos) << g.run.out;
+    EXPECT_TRUE(WIFEXITED(g.run.status) && WEXITSTATUS(g.run.status) == 128 + SIGABRT)
+        << "exit status " << g.run.status << "\n"
+        << g.run.out;
+    EXPECT_NE(g.run.out.find("HSA_STATUS_ERROR_INVALID_CODE_OBJECT"), std::string::npos)
+        << g.run.out;
+    EXPECT_EQ(g.run.out.find("check gpu-code-aborted FAIL"), std::string::npos) << g.run.out;
+    ASSERT_NE(g.domid, 0u);
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rocr, RocrHipGpuCode, ::testing::Values("d2d", "memset"));
+#endif
+
 // Two ROCm programs at once in one guest, with no configuration: each `xenhsa-run` in the
 // domain claims a device of its own, so each runs over a worker and a GPU address space of
 // its own. Both ask for the same VA window (as the real thunk's fixed aperture hints give

@@ -102,8 +102,11 @@ public:
     Result<GuestBuffer> allocate(std::size_t pages, bool backend_writable = true,
                                  uint64_t align = 4096);
     // Zeroed pages granted to the backend at `va`, a range of the window the caller took
-    // from window() and keeps: the buffer gives the pages back, never the VA.
-    Result<GuestBuffer> share_at(uint64_t va, std::size_t pages, bool backend_writable = true);
+    // from window() and keeps: the buffer gives the pages back, never the VA. `at`: where
+    // this process maps them instead of `va` (the backend still maps them at `va`): memory
+    // of the process's own, whose pages they replace (hsaKmtRegisterMemory's move).
+    Result<GuestBuffer> share_at(uint64_t va, std::size_t pages, bool backend_writable = true,
+                                 std::byte* at = nullptr);
     // MAP of a whole buffer: inline refs up to 52 pages, indirect pages beyond.
     Result<Handle> map(const GuestBuffer& buffer, bool writable = true);
     // UNMAP of a MAP or LEND handle. A LEND's VA stays out of use: give a LentBuffer
@@ -112,8 +115,9 @@ public:
     // LEND at a fresh VA, mapped there (GrantMapper at that VA).
     Result<LentBuffer> lend(uint32_t npages, bool writable);
     // LEND at `va`, a range of the window the caller holds (VaAllocator) and keeps: give it
-    // back with the mapping reset and unmap(Handle).
-    Result<LentBuffer> lend_at(uint64_t va, uint32_t npages, bool writable);
+    // back with the mapping reset and unmap(Handle). `at`: as share_at's.
+    Result<LentBuffer> lend_at(uint64_t va, uint32_t npages, bool writable,
+                               std::byte* at = nullptr);
     // Unmaps locally, then UNMAP (the acknowledgement of a REVOKED, too).
     Result<void> unmap(LentBuffer& lent);
     [[nodiscard]] bool revoked(Handle lend) const noexcept { return revoked_.count(lend) != 0; }

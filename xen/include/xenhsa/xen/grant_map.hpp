@@ -58,7 +58,8 @@ struct GrantMapSpec {
     std::span<const GrantRef> refs;
     bool writable = false;
     // nullptr: anywhere. Else a page-aligned address inside a PROT_NONE reservation the
-    // caller owns; the mapping replaces exactly [at, at + refs.size() pages).
+    // caller owns, or private memory of the caller's whose bytes it has copied; the
+    // mapping replaces exactly [at, at + refs.size() pages).
     std::byte* at = nullptr;
 };
 

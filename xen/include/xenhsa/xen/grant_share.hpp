@@ -67,8 +67,9 @@ struct ShareSpec {
     std::size_t pages = 0;
     bool writable = false;
     // nullptr: anywhere. Else a page-aligned address inside a PROT_NONE reservation the
-    // caller owns (VA mirroring); the pages replace exactly [at, at + pages), and the
-    // range is left reserved PROT_NONE again when they go.
+    // caller owns (VA mirroring), or private memory of the caller's whose bytes it has
+    // copied; the pages replace exactly [at, at + pages), and the range is left reserved
+    // PROT_NONE when they go.
     std::byte* at = nullptr;
     // gntalloc's unmap notification: `clear_byte_at` is an offset into the first page,
     // `port` a port of this domain. It runs when this process's mapping of the pages goes:
