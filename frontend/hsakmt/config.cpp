@@ -76,6 +76,8 @@ bool apply_file(const std::string& path, bool required, GuestConfig& config, std
                 config.window_base = json_uint<uint64_t>(value, XENHSA_VA_LIMIT - 1);
             } else if (key == "window_gib") {
                 config.window_gib = json_uint<uint64_t>(value, 8192);
+            } else if (key == "request_timeout_ms") {
+                config.request_timeout_ms = json_uint<uint64_t>(value, 600000);
             } else if (key == "log_level") {
                 config.log_level = value.get<std::string>();
             } else {
@@ -135,6 +137,7 @@ ConfigResult load_config() {
         !apply_number("XENHSA_DEVID", std::numeric_limits<uint32_t>::max(), devid, error) ||
         !apply_number("XENHSA_BACKEND_DOMID", 0x7FEF, backend, error) ||
         !apply_number("XENHSA_WINDOW_GIB", 8192, config.window_gib, error) ||
+        !apply_number("XENHSA_REQUEST_TIMEOUT_MS", 600000, config.request_timeout_ms, error) ||
         !apply_number("XENHSA_WINDOW_BASE", XENHSA_VA_LIMIT - 1, config.window_base, error, true)) {
         return {std::nullopt, error};
     }
@@ -145,6 +148,9 @@ ConfigResult load_config() {
         config.devid = static_cast<uint32_t>(devid);
     }
     config.backend_domid = static_cast<uint32_t>(backend);
+    if (config.request_timeout_ms == 0) {
+        return {std::nullopt, "the request timeout must be at least 1 ms"};
+    }
     if (config.window_gib == 0) {
         return {std::nullopt, "the VA window must be at least 1 GiB"};
     }

@@ -15,6 +15,10 @@
 //                                         Fixed, every process of a program gets its GPU
 //                                         addresses there, as the real thunk's fixed
 //                                         aperture hints give on a host
+//   XENHSA_REQUEST_TIMEOUT_MS /           how long a request waits for its answer (default
+//     "request_timeout_ms"                10000, at most 600000); a request that changes
+//                                         the backend's objects and times out ends the
+//                                         session, as a GPU reset
 //   XENHSA_LOG_LEVEL / "log_level"        spdlog level name (default warn)
 #ifndef XENHSA_FRONTEND_HSAKMT_CONFIG_HPP
 #define XENHSA_FRONTEND_HSAKMT_CONFIG_HPP
@@ -34,6 +38,7 @@ struct GuestConfig {
     uint32_t backend_domid = 0;
     uint64_t window_gib = 64;
     uint64_t window_base = 0;
+    uint64_t request_timeout_ms = 10000;
     std::string log_level = "warn";
 };
 

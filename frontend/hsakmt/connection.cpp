@@ -103,7 +103,10 @@ std::unique_ptr<Connection> Connection::open(const GuestConfig& config, std::mut
     }
     c->link_ = std::make_unique<SerialLink>(*c->device_, c->platform_.events->fd(),
                                             c->platform_.store->fd(), mutex);
-    c->client_ = std::make_unique<Client>(*c->link_, *c->platform_.sharer, *c->platform_.grants);
+    ClientOptions client;
+    client.timeout = std::chrono::milliseconds(config.request_timeout_ms);
+    c->client_ =
+        std::make_unique<Client>(*c->link_, *c->platform_.sharer, *c->platform_.grants, client);
     HelloOptions hello;
     hello.features = XENHSA_FEATURES_V1 | XENHSA_FEATURE_SDMA;
     hello.va_size = config.window_gib << 30;

@@ -192,7 +192,7 @@ Result<void> Events::wait(std::span<HsaEvent* const> events, bool all, uint32_t 
         fill_memory_faults(events);
     } else if (waited.error().category() == frontend_category() &&
                waited.error() != std::error_code(Errc::closing)) {
-        report_link_lost(waited.error());
+        report_link_lost(client_.broken() ? client_.broken_reason() : waited.error());
     }
     return waited;
 }

@@ -41,7 +41,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtCreateEvent(HsaEventDescriptor* EventDesc, bool Ma
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyEvent(HsaEvent* Event) {
     return call("hsaKmtDestroyEvent",
-                [&](Session& s) { return to_status(s.events().destroy(Event)); });
+                [&](Session& s) { return released(s, s.events().destroy(Event)); });
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtSetEvent(HsaEvent* Event) {

@@ -52,7 +52,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtAllocMemory(HSAuint32 PreferredNode, HSAuint64 Siz
 HSAKMT_STATUS HSAKMTAPI hsaKmtFreeMemory(void* MemoryAddress, HSAuint64 SizeInBytes) {
     (void)SizeInBytes;  // the allocation is named by its address, as in the thunk
     return call("hsaKmtFreeMemory",
-                [&](Session& s) { return to_status(s.memory().free(va_of(MemoryAddress))); });
+                [&](Session& s) { return released(s, s.memory().free(va_of(MemoryAddress))); });
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemory(void* MemoryAddress, HSAuint64 MemorySizeInBytes) {
@@ -82,7 +82,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtRegisterMemoryWithFlags(void* MemoryAddress,
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDeregisterMemory(void* MemoryAddress) {
     return call("hsaKmtDeregisterMemory", [&](Session& s) {
-        return to_status(s.memory().deregister_user(va_of(MemoryAddress)));
+        return released(s, s.memory().deregister_user(va_of(MemoryAddress)));
     });
 }
 
@@ -109,7 +109,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtMapMemoryToGPUNodes(void* MemoryAddress, HSAuint64
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtUnmapMemoryToGPU(void* MemoryAddress) {
     return call("hsaKmtUnmapMemoryToGPU", [&](Session& s) {
-        return to_status(s.memory().unmap_from_gpu(va_of(MemoryAddress)));
+        return released(s, s.memory().unmap_from_gpu(va_of(MemoryAddress)));
     });
 }
 

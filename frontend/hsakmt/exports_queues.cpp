@@ -30,7 +30,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtCreateQueue(HSAuint32 NodeId, HSA_QUEUE_TYPE Type,
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDestroyQueue(HSA_QUEUEID QueueId) {
     return call("hsaKmtDestroyQueue",
-                [&](Session& s) { return to_status(s.queues().destroy(QueueId)); });
+                [&](Session& s) { return released(s, s.queues().destroy(QueueId)); });
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtUpdateQueue(HSA_QUEUEID QueueId, HSAuint32 QueuePercentage,

@@ -174,7 +174,9 @@ bool Memory::release_lent(Allocation& a) noexcept {
     for (auto it = a.lent.rbegin(); it != a.lent.rend(); ++it) {
         it->mapping.reset();  // the range stays reserved PROT_NONE
         if (auto r = client_.unmap(it->handle); !r) {
-            log().error("giving back lent memory at {:#x}: {}", it->va, r.error().message());
+            if (!client_.broken()) {
+                log().error("giving back lent memory at {:#x}: {}", it->va, r.error().message());
+            }
             ok = false;
         }
     }
@@ -250,7 +252,10 @@ bool Memory::release_backend(Allocation& a) noexcept {
     bool ok = true;
     auto step = [&](Result<void> r) {
         if (!r) {
-            log().error("releasing guest memory at {:#x}: {}", a.va, r.error().message());
+            // Once the session ended every release fails alike; its end was said once.
+            if (!client_.broken()) {
+                log().error("releasing guest memory at {:#x}: {}", a.va, r.error().message());
+            }
             ok = false;
         }
     };

@@ -34,6 +34,15 @@ void SerialLink::shut_down() {
     left_.wait(mutex_, [this] { return waiters_ == 0; });
 }
 
+void SerialLink::mark_broken() noexcept {
+    device_.mark_broken();
+    if (wake_fd_ >= 0) {
+        const uint64_t one = 1;
+        (void)!::write(wake_fd_, &one, sizeof one);
+    }
+    woken_.notify_all();
+}
+
 Result<void> SerialLink::wait(std::chrono::milliseconds timeout) {
     if (closing_) {
         return std::error_code(Errc::closing);

@@ -38,7 +38,9 @@ public:
     Result<void> kick() override { return device_.kick(); }
     Result<void> wait(std::chrono::milliseconds timeout) override;
     Result<void> check_backend() override { return device_.check_backend(); }
-    void mark_broken() noexcept override { device_.mark_broken(); }
+    // The device closes, and a thread blocked in wait() (an EVENT_WAIT the backend will
+    // never answer) wakes to find it so.
+    void mark_broken() noexcept override;
 
     // Every other thread out of wait(), their waits failed; under the mutex (let go while
     // they leave). Then `reopen()` lets the closing thread's own teardown wait again.

@@ -49,6 +49,14 @@ inline HSAKMT_STATUS to_status(const Result<void>& r) noexcept {
     return r ? HSAKMT_STATUS_SUCCESS : to_status(r.error());
 }
 
+// A release (free, unmap, deregister, destroy) once the session has ended: it succeeds,
+// as on a KFD after a GPU reset, since the backend tears the whole session down; what
+// the guest held stays out of use until the close.
+inline HSAKMT_STATUS released(Session& s, const Result<void>& r) noexcept {
+    const bool ended = !r && s.client().broken() && r.error().category() == frontend_category();
+    return ended ? HSAKMT_STATUS_SUCCESS : to_status(r);
+}
+
 template <class F>
 HSAKMT_STATUS call(const char* name, F&& body) noexcept {
     Thunk& t = thunk();

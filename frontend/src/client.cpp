@@ -38,12 +38,13 @@ bool Client::changes_objects(uint32_t cmd) noexcept {
     }
 }
 
-std::error_code Client::fail_broken() noexcept {
+std::error_code Client::fail_broken(Errc why) noexcept {
     if (!broken_) {
         broken_ = true;
+        broken_why_ = why;
         link_.mark_broken();
     }
-    return Errc::backend_broken;
+    return broken_why_;
 }
 
 uint32_t Client::next_seqno() noexcept {
@@ -56,7 +57,7 @@ uint32_t Client::next_seqno() noexcept {
 
 Result<uint32_t> Client::submit(const SentRequest& sent, const xenhsa_req_slot* raw) {
     if (broken_) {
-        return Errc::backend_broken;
+        return broken_why_;
     }
     FrontRing& ring = link_.ring();
     const auto deadline = Clock::now() + options_.timeout;
@@ -100,7 +101,7 @@ Result<uint32_t> Client::submit(const SentRequest& sent, const xenhsa_req_slot* 
 
 Result<void> Client::drain() {
     if (broken_) {
-        return Errc::backend_broken;
+        return broken_why_;
     }
     FrontRing& ring = link_.ring();
     for (;;) {
@@ -223,7 +224,7 @@ Result<Reply> Client::receive(uint32_t seqno, Clock::time_point deadline) {
                 // A late success would leave an object the guest no longer knows of (a
                 // queue reading memory the guest reuses): the session ends instead, and
                 // the backend tears it down.
-                (void)fail_broken();
+                (void)fail_broken(Errc::session_timed_out);
             }
             return sys_error(ETIMEDOUT);
         }

@@ -24,6 +24,10 @@ public:
                 return "not connected";
             case Errc::closing:
                 return "the session is closing";
+            case Errc::session_timed_out:
+                return "a request that changes the backend's objects went unanswered within "
+                       "XENHSA_REQUEST_TIMEOUT_MS: the session ended, and the backend tears it "
+                       "down";
         }
         return "unknown xenhsa-frontend error";
     }

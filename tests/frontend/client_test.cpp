@@ -239,8 +239,10 @@ TEST_F(ClientTest, AStateChangingRequestThatTimesOutEndsTheSession) {
     EXPECT_EQ(r.error(), std::errc::timed_out);
     EXPECT_TRUE(link_.broken) << "the device must be closing";
     link_.handler = nullptr;
+    // Every later call says why the session ended.
     EXPECT_EQ(quick.call(XENHSA_CMD_EVENT_RESET, xenhsa_handle_req{4}).error(),
-              Errc::backend_broken);
+              Errc::session_timed_out);
+    EXPECT_EQ(quick.broken_reason(), Errc::session_timed_out);
     EXPECT_TRUE(Client::changes_objects(XENHSA_CMD_ALLOC));
     EXPECT_TRUE(Client::changes_objects(XENHSA_CMD_QUEUE_CREATE));
     EXPECT_FALSE(Client::changes_objects(XENHSA_CMD_EVENT_WAIT));

@@ -33,10 +33,17 @@ protected:
         ::setenv("XENHSA_CONFIG", file_.c_str(), 1);
     }
 
-    static constexpr const char* kVars[] = {
-        "XENHSA_CONFIG",      "XENHSA_SIM_DIR",       "XENHSA_DOMID",      "XENHSA_XEN",
-        "XENHSA_DEVID",       "XENHSA_BACKEND_DOMID", "XENHSA_WINDOW_GIB", "XENHSA_LOG_LEVEL",
-        "XENHSA_WINDOW_BASE", "XENHSA_LOCK_DIR"};
+    static constexpr const char* kVars[] = {"XENHSA_CONFIG",
+                                            "XENHSA_SIM_DIR",
+                                            "XENHSA_DOMID",
+                                            "XENHSA_XEN",
+                                            "XENHSA_DEVID",
+                                            "XENHSA_BACKEND_DOMID",
+                                            "XENHSA_WINDOW_GIB",
+                                            "XENHSA_LOG_LEVEL",
+                                            "XENHSA_WINDOW_BASE",
+                                            "XENHSA_LOCK_DIR",
+                                            "XENHSA_REQUEST_TIMEOUT_MS"};
     std::filesystem::path file_;
 };
 
@@ -106,6 +113,25 @@ TEST_F(Config, NumbersAreStrict) {
     EXPECT_FALSE(load_config().config);
     ::setenv("XENHSA_WINDOW_GIB", "8193", 1);
     EXPECT_FALSE(load_config().config);
+}
+
+TEST_F(Config, TheRequestTimeoutIsTenSecondsUnlessSetWithinTenMinutes) {
+    ::setenv("XENHSA_XEN", "1", 1);
+    auto r = load_config();
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->request_timeout_ms, 10000u);
+    write(R"({"request_timeout_ms": 2500})");
+    r = load_config();
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->request_timeout_ms, 2500u);
+    ::setenv("XENHSA_REQUEST_TIMEOUT_MS", "600000", 1);
+    r = load_config();
+    ASSERT_TRUE(r.config) << r.error;
+    EXPECT_EQ(r.config->request_timeout_ms, 600000u);
+    for (const char* bad : {"0", "600001"}) {
+        ::setenv("XENHSA_REQUEST_TIMEOUT_MS", bad, 1);
+        EXPECT_FALSE(load_config().config) << bad;
+    }
 }
 
 TEST_F(Config, FileGivesDefaultsTheEnvironmentOverrides) {

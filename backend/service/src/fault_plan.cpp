@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <xenhsa/backend/service/fault_plan.hpp>
 
 namespace xenhsa::backend::service {
@@ -20,11 +22,11 @@ bool parse_number(std::string_view text, uint64_t& value) {
 struct Failure {
     std::string site;
     uint64_t call = 0;
-    int err = 0;
+    uint64_t value = 0;  // the errno, or the delay in ms
 };
 
-// "SITE#K:ERRNO", K >= 1, 1 <= ERRNO <= 4095.
-std::optional<Failure> parse_failure(std::string_view text) {
+// "SITE#K:N", K >= 1, 1 <= N <= max.
+std::optional<Failure> parse_failure(std::string_view text, uint64_t max) {
     const auto hash = text.find('#');
     if (hash == 0 || hash == std::string_view::npos) {
         return std::nullopt;
@@ -34,12 +36,12 @@ std::optional<Failure> parse_failure(std::string_view text) {
         return std::nullopt;
     }
     uint64_t call = 0;
-    uint64_t err = 0;
+    uint64_t value = 0;
     if (!parse_number(text.substr(hash + 1, colon - hash - 1), call) || call == 0 ||
-        !parse_number(text.substr(colon + 1), err) || err == 0 || err > 4095) {
+        !parse_number(text.substr(colon + 1), value) || value == 0 || value > max) {
         return std::nullopt;
     }
-    return Failure{std::string(text.substr(0, hash)), call, static_cast<int>(err)};
+    return Failure{std::string(text.substr(0, hash)), call, value};
 }
 
 }  // namespace
@@ -58,6 +60,7 @@ std::optional<std::string> FaultPlan::arm(std::string_view spec) {
     std::string site;
     uint64_t call = 0;
     int err = 0;
+    uint64_t delay_ms = 0;
     if (spec.starts_with("trace=")) {
         const std::string path(spec.substr(6));
         trace_fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -65,15 +68,24 @@ std::optional<std::string> FaultPlan::arm(std::string_view spec) {
             return "cannot open the fault trace " + path + ": " + std::strerror(errno);
         }
     } else if (spec.starts_with("fail=")) {
-        auto failure = parse_failure(spec.substr(5));
+        auto failure = parse_failure(spec.substr(5), 4095);
         if (!failure) {
             return "bad fault plan \"" + std::string(spec) + "\" (fail=SITE#K:ERRNO)";
         }
         site = std::move(failure->site);
         call = failure->call;
-        err = failure->err;
+        err = static_cast<int>(failure->value);
+    } else if (spec.starts_with("delay=")) {
+        auto delay = parse_failure(spec.substr(6), 600000);
+        if (!delay) {
+            return "bad fault plan \"" + std::string(spec) + "\" (delay=SITE#K:MS)";
+        }
+        site = std::move(delay->site);
+        call = delay->call;
+        delay_ms = delay->value;
     } else if (!spec.empty()) {
-        return "bad fault plan \"" + std::string(spec) + "\" (trace=PATH or fail=SITE#K:ERRNO)";
+        return "bad fault plan \"" + std::string(spec) +
+               "\" (trace=PATH, fail=SITE#K:ERRNO or delay=SITE#K:MS)";
     }
     const std::lock_guard lock(mutex_);
     close_trace();
@@ -82,6 +94,7 @@ std::optional<std::string> FaultPlan::arm(std::string_view spec) {
     fail_site_ = std::move(site);
     fail_call_ = call;
     fail_errno_ = err;
+    delay_ms_ = delay_ms;
     calls_.clear();
     return std::nullopt;
 }
@@ -92,7 +105,7 @@ std::string FaultPlan::spec() const {
 }
 
 int FaultPlan::before(std::string_view site, std::span<const int> errnos) noexcept {
-    const std::lock_guard lock(mutex_);
+    std::unique_lock lock(mutex_);
     if (trace_fd_ >= 0) {
         std::string line(site);
         for (std::size_t i = 0; i < errnos.size(); ++i) {
@@ -104,14 +117,26 @@ int FaultPlan::before(std::string_view site, std::span<const int> errnos) noexce
         (void)!::write(trace_fd_, line.data(), line.size());
         return 0;
     }
-    if (fail_errno_ == 0 || site != fail_site_) {
+    if ((fail_errno_ == 0 && delay_ms_ == 0) || site != fail_site_) {
         return 0;
     }
     auto it = calls_.find(site);
     if (it == calls_.end()) {
-        it = calls_.emplace(std::string(site), 0).first;
+        try {
+            it = calls_.emplace(std::string(site), 0).first;
+        } catch (...) {
+            return 0;
+        }
     }
     if (++it->second != fail_call_) {
+        return 0;
+    }
+    if (delay_ms_ != 0) {
+        const auto delay = std::chrono::milliseconds(delay_ms_);
+        const uint64_t call = it->second;
+        lock.unlock();
+        spdlog::warn("injected fault: call {} of {} is made {} ms late", call, site, delay.count());
+        std::this_thread::sleep_for(delay);  // as a hung driver call holds its thread
         return 0;
     }
     spdlog::warn("injected fault: call {} of {} fails with {} ({})", fail_call_, site, fail_errno_,

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 #include <xenhsa/frontend/buffers.hpp>
+#include <xenhsa/frontend/errors.hpp>
 #include <xenhsa/frontend/link.hpp>
 #include <xenhsa/frontend/notify_consumer.hpp>
 #include <xenhsa/frontend/response_check.hpp>
@@ -171,6 +172,8 @@ public:
     }
     [[nodiscard]] std::size_t live_handles() const noexcept { return handles_.size(); }
     [[nodiscard]] bool broken() const noexcept { return broken_; }
+    // Why the session ended (meaningful once broken()).
+    [[nodiscard]] std::error_code broken_reason() const noexcept { return broken_why_; }
 
 private:
     struct Outstanding {
@@ -187,7 +190,8 @@ private:
     // Polls rsp_prod for up to reply_spin (not past `deadline`); true when answers came.
     bool poll_for_responses(std::chrono::steady_clock::time_point deadline) const noexcept;
     Result<void> handle_notify(const xenhsa_notify& record);
-    std::error_code fail_broken() noexcept;
+    // Ends the session for `why` (the first reason stays); returns it.
+    std::error_code fail_broken(Errc why = Errc::backend_broken) noexcept;
     uint32_t next_seqno() noexcept;
     Result<Reply> expect_ok(uint32_t cmd, std::span<const std::byte> payload);
     Result<void> release_handle(uint32_t cmd, Handle handle);
@@ -206,6 +210,7 @@ private:
 
     uint32_t seqno_ = 0;
     bool broken_ = false;
+    Errc broken_why_ = Errc::backend_broken;
     std::map<uint32_t, Outstanding> outstanding_;
     std::map<uint32_t, Reply> ready_;
     std::map<Handle, HandleKind> handles_;

@@ -16,6 +16,7 @@ enum class Errc : int {
     access_fault,        // probe(): no access (SIGSEGV), e.g. PROT_NONE or read-only
     not_connected,       // no HELLO has reached CONNECTED yet, or the device is down
     closing,             // the session is being closed by another thread (a wait ends)
+    session_timed_out,   // a request that changes objects went unanswered: session ended
 };
 
 const std::error_category& frontend_category() noexcept;

@@ -5,6 +5,8 @@
 //                         (the errnos the call may fail with)
 //   "fail=SITE#K:ERRNO"   the K-th call at SITE (from 1) fails with ERRNO (a number), the
 //                         others are made
+//   "delay=SITE#K:MS"     the K-th call at SITE is made MS ms late (at most 600000), its
+//                         thread held meanwhile as a hung driver call holds it
 // The fault sweep (tests/faults) traces a scenario once, then fails each call in turn.
 #ifndef XENHSA_BACKEND_SERVICE_FAULT_PLAN_HPP
 #define XENHSA_BACKEND_SERVICE_FAULT_PLAN_HPP
@@ -50,6 +52,7 @@ private:
     std::string fail_site_;
     uint64_t fail_call_ = 0;
     int fail_errno_ = 0;
+    uint64_t delay_ms_ = 0;
     std::map<std::string, uint64_t, std::less<>> calls_;
 };
 
