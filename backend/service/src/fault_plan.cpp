@@ -67,22 +67,17 @@ std::optional<std::string> FaultPlan::arm(std::string_view spec) {
         if (trace_fd < 0) {
             return "cannot open the fault trace " + path + ": " + std::strerror(errno);
         }
-    } else if (spec.starts_with("fail=")) {
-        auto failure = parse_failure(spec.substr(5), 4095);
-        if (!failure) {
-            return "bad fault plan \"" + std::string(spec) + "\" (fail=SITE#K:ERRNO)";
+    } else if (spec.starts_with("fail=") || spec.starts_with("delay=")) {
+        const bool fail = spec.starts_with("fail=");
+        auto parsed = parse_failure(spec.substr(fail ? 5 : 6), fail ? 4095 : 600000);
+        if (!parsed) {
+            return "bad fault plan \"" + std::string(spec) + "\" (" +
+                   (fail ? "fail=SITE#K:ERRNO" : "delay=SITE#K:MS") + ")";
         }
-        site = std::move(failure->site);
-        call = failure->call;
-        err = static_cast<int>(failure->value);
-    } else if (spec.starts_with("delay=")) {
-        auto delay = parse_failure(spec.substr(6), 600000);
-        if (!delay) {
-            return "bad fault plan \"" + std::string(spec) + "\" (delay=SITE#K:MS)";
-        }
-        site = std::move(delay->site);
-        call = delay->call;
-        delay_ms = delay->value;
+        site = std::move(parsed->site);
+        call = parsed->call;
+        err = fail ? static_cast<int>(parsed->value) : 0;
+        delay_ms = fail ? 0 : parsed->value;
     } else if (!spec.empty()) {
         return "bad fault plan \"" + std::string(spec) +
                "\" (trace=PATH, fail=SITE#K:ERRNO or delay=SITE#K:MS)";
