@@ -16,6 +16,16 @@ void prepend(const char* name, const std::string& value, char separator) {
     ::setenv(name, joined.c_str(), 1);
 }
 
+#ifdef XENHSA_RUN_ASAN_RUNTIME
+// Last: of repeated options, ASan takes the last one.
+void append(const char* name, const std::string& value, char separator) {
+    const char* old = std::getenv(name);
+    std::string joined = old != nullptr && *old != '\0' ? std::string(old) + separator : "";
+    joined += value;
+    ::setenv(name, joined.c_str(), 1);
+}
+#endif
+
 void set(const char* name, const std::string& value) { ::setenv(name, value.c_str(), 1); }
 
 }  // namespace
@@ -34,9 +44,10 @@ void apply_child_env(const std::filesystem::path& lib_dir, const DeviceEnv& devi
     std::string preload = (lib_dir / "libxenhsa-kfd-shim.so").string();
 #ifdef XENHSA_RUN_ASAN_RUNTIME
     // A sanitized build's libhsakmt needs ASan's runtime loaded first, and the program is
-    // not sanitized. ROCr keeps memory until exit, which is not a leak of ours.
+    // not sanitized. ROCr keeps memory until exit (HIP never shuts it down), which is not
+    // a leak of ours, whatever the caller's ASAN_OPTIONS say.
     preload = std::string(XENHSA_RUN_ASAN_RUNTIME) + ":" + preload;
-    prepend("ASAN_OPTIONS", "detect_leaks=0", ':');
+    append("ASAN_OPTIONS", "detect_leaks=0", ':');
 #endif
     prepend("LD_PRELOAD", preload, ':');
     set("XENHSA_LSMOD", (lib_dir / "bin" / "lsmod").string());
