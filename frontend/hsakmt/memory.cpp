@@ -21,10 +21,11 @@ uint64_t round_up(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 Memory::~Memory() {
     // The process keeps its own memory: user ranges move back first.
     while (!user_.empty()) {
-        auto it = allocs_.find(user_.begin()->second);
-        if (it == allocs_.end() || !unregister_moved(it)) {
-            user_.erase(user_.begin());
+        const auto [start, va] = *user_.begin();
+        if (auto it = allocs_.find(va); it != allocs_.end()) {
+            (void)unregister_moved(it);  // a failure still gives the bytes back when it can
         }
+        user_.erase(start);
     }
     while (!allocs_.empty()) {
         auto it = allocs_.begin();
@@ -313,7 +314,8 @@ void Memory::drop(std::map<uint64_t, Allocation>::iterator it) noexcept {
 
 Result<void> Memory::free(uint64_t va) {
     auto it = allocs_.find(va);
-    if (it == allocs_.end() || it->second.freed) {
+    // A registered user range goes with its deregistration, never freed by its GPU VA.
+    if (it == allocs_.end() || it->second.freed || it->second.user_start != 0) {
         return errc(std::errc::invalid_argument);
     }
     if (!release_backend(it->second)) {
