@@ -1,0 +1,99 @@
+// The Rocr fixture of the rocr tests (one file per area: rocr_test.cpp, the programs and
+// what they see; rocr_failures_test.cpp; rocr_processes_test.cpp; rocr_memory_test.cpp):
+// a ROCm program started with xenhsa-run as a new guest domain of a real xenhsa-sim, over
+// the backend ScenarioTest starts.
+#ifndef XENHSA_TESTS_ROCR_ROCR_FIXTURE_HPP
+#define XENHSA_TESTS_ROCR_ROCR_FIXTURE_HPP
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <scenario_fixture.hpp>
+#include <set>
+#include <sstream>
+#include <thread>
+
+namespace xenhsa::testing::scenarios {
+
+class Rocr : public ScenarioTest {
+protected:
+    struct Guest {
+        Output run;
+        uint32_t domid = 0;
+    };
+
+    std::vector<std::string> run_args(const std::vector<std::string>& program) {
+        domid_file_ = sim().dir() / ("domid-" + std::to_string(++runs_));
+        std::vector<std::string> args{XENHSA_RUN_BINARY, "--sim-dir", sim().dir().string(),
+                                      "--domid-file", domid_file_.string()};
+        args.insert(args.end(), run_options_.begin(), run_options_.end());
+        args.push_back("--");
+        args.insert(args.end(), program.begin(), program.end());
+        return args;
+    }
+    uint32_t last_domid() const {
+        std::ifstream in(domid_file_);
+        uint32_t domid = 0;
+        in >> domid;
+        return domid;
+    }
+    Guest run_in_guest(const std::vector<std::string>& program) {
+        Guest g;
+        g.run = run(run_args(program), kScenarioPatience);
+        g.domid = last_domid();
+        return g;
+    }
+
+    // `xenhsa-guest topology`: node -> its info line, and (node, bank) -> its line.
+    std::map<std::string, std::string> topology() {
+        const Output t = run_guest({"topology"});
+        EXPECT_TRUE(scenario_passed(t));
+        // A soft GPU's compute units are the CPUs shared among the guests living when its
+        // worker starts: the next guest is compared with this one once it is gone.
+        if (const auto domid = domid_in(t.out)) {
+            EXPECT_TRUE(eventually([&] {
+                const auto d = device(*domid);
+                return d && d->is_null();
+            })) << "the topology guest's device outlived it: "
+                << status_text();
+        }
+        std::map<std::string, std::string> lines;
+        for (const std::string& info : parse_report(t.out).infos) {
+            const auto node = word_value(info, "node");
+            const auto bank = word_value(info, "bank");
+            if (node) {
+                lines[bank ? *node + "/" + *bank : *node] = info;
+            }
+        }
+        return lines;
+    }
+
+    std::filesystem::path domid_file_;
+    int runs_ = 0;
+    std::vector<std::string> run_options_;  // more of xenhsa-run's
+};
+
+// The fine-grained system pool's size and ALLOC_MAX_SIZE, from `info system-pool`.
+inline std::optional<std::pair<uint64_t, uint64_t>> system_pool(const std::string& out) {
+    static const std::regex line(R"(info system-pool size=(\d+) alloc-max=(\d+))");
+    std::smatch m;
+    if (!std::regex_search(out, m, line)) {
+        return std::nullopt;
+    }
+    return std::pair{std::stoull(m[1]), std::stoull(m[2])};
+}
+
+// The backend runs as a PV dom0's (XENHSA_TEST_GPU=kfd-pv).
+inline bool pv_dom0() {
+    const char* gpu = std::getenv("XENHSA_TEST_GPU");
+    return gpu != nullptr && std::string_view(gpu) == "kfd-pv";
+}
+
+}  // namespace xenhsa::testing::scenarios
+
+#endif
