@@ -1,5 +1,6 @@
 // The guest's GPU memory as libhsakmt sees it, kept by VA. Every kind sits in the
-// negotiated window, so the backend mirrors it at the same VA and GPU VA == guest VA:
+// negotiated window, so the backend mirrors it at the same VA and GPU VA == guest VA, but
+// a registered user range, which the guest keeps at its own VA outside the window:
 //
 //   system (CPU node)   guest pages granted at their VA, MAPped (one MAP per 208 MiB
 //                       chunk, indirect grants past 52 pages) and PINned once; MAP_TO_GPU
