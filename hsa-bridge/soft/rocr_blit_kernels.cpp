@@ -172,11 +172,16 @@ struct KnownCode {
     const BuiltinKernel* kernel;
 };
 
-// ROCr 5.2.3's amd_gpu_shaders.h, for gfx8 and gfx9 (all the soft agent's targets).
-constexpr std::array<KnownCode, 3> kKnownCode{{
-    {496, 0xfb2432c0, &kCopyAligned},     // kCodeCopyAligned8
-    {412, 0xae0f5a77, &kCopyMisaligned},  // kCodeCopyMisaligned8
-    {188, 0x4634c2f1, &kFill},            // kCodeFill8
+// ROCr 5.2.3's amd_gpu_shaders.h, for gfx8 and gfx9 (all the soft agent's targets), and
+// ROCr 6.1.2's for gfx9: its blit_shaders/*.s assembled for gfx900, the same shaders in
+// gfx9's encoding, as Debian 13's libhsa-runtime64 carries them.
+constexpr std::array<KnownCode, 6> kKnownCode{{
+    {496, 0xfb2432c0, &kCopyAligned},     // 5.2.3 kCodeCopyAligned8
+    {412, 0xae0f5a77, &kCopyMisaligned},  // 5.2.3 kCodeCopyMisaligned8
+    {188, 0x4634c2f1, &kFill},            // 5.2.3 kCodeFill8
+    {496, 0x6d5f9a7c, &kCopyAligned},     // 6.1.2 kCodeCopyAligned9
+    {412, 0xefa041df, &kCopyMisaligned},  // 6.1.2 kCodeCopyMisaligned9
+    {188, 0x644d4f27, &kFill},            // 6.1.2 kCodeFill9
 }};
 constexpr uint32_t kLongestCode = 496;
 
