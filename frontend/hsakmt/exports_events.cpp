@@ -3,6 +3,7 @@
 #include <chrono>
 #include <thread>
 
+#include "rocm6.hpp"
 #include "thunk.hpp"
 
 using namespace xenhsa::frontend::hsakmt;
@@ -83,6 +84,22 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnMultipleEvents(HsaEvent* Events[], HSAuint32
                                                   WaitOnAll, Milliseconds));
              }),
         Milliseconds);
+}
+
+// The library implements KFD 1.11 (rocm6.hpp), so ROCr 6 passes no event age (0), and an
+// age, where a caller passes one, is given back unchanged: the backend's wait has no ages,
+// so these are the plain waits.
+HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnEvent_Ext(HsaEvent* Event, HSAuint32 Milliseconds,
+                                              uint64_t* event_age) {
+    (void)event_age;
+    return hsaKmtWaitOnEvent(Event, Milliseconds);
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtWaitOnMultipleEvents_Ext(HsaEvent* Events[], HSAuint32 NumEvents,
+                                                       bool WaitOnAll, HSAuint32 Milliseconds,
+                                                       uint64_t* event_age) {
+    (void)event_age;
+    return hsaKmtWaitOnMultipleEvents(Events, NumEvents, WaitOnAll, Milliseconds);
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 // window's VA as its GPU address, AlternateVAGPU).
 #include <span>
 
+#include "rocm6.hpp"
 #include "thunk.hpp"
 
 using namespace xenhsa::frontend::hsakmt;
@@ -26,6 +27,23 @@ HSAKMT_STATUS map(Session& s, void* MemoryAddress, HSAuint64 Size, HSAuint64* Al
     return HSAKMT_STATUS_SUCCESS;
 }
 
+HSAKMT_STATUS alloc(Session& s, HSAuint32 node, HSAuint64 size, HSAuint64 align, HsaMemFlags flags,
+                    void** address) {
+    if (address == nullptr) {
+        return HSAKMT_STATUS_INVALID_PARAMETER;
+    }
+    std::optional<uint64_t> fixed;
+    if (flags.ui32.FixedAddress != 0) {
+        fixed = va_of(*address);
+    }
+    auto va = s.memory().alloc(node, size, flags, fixed, align);
+    if (!va) {
+        return to_status(va.error());
+    }
+    *address = reinterpret_cast<void*>(static_cast<uintptr_t>(va.value()));
+    return HSAKMT_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -33,18 +51,28 @@ extern "C" {
 HSAKMT_STATUS HSAKMTAPI hsaKmtAllocMemory(HSAuint32 PreferredNode, HSAuint64 SizeInBytes,
                                           HsaMemFlags MemFlags, void** MemoryAddress) {
     return call("hsaKmtAllocMemory", [&](Session& s) {
-        if (MemoryAddress == nullptr) {
+        return alloc(s, PreferredNode, SizeInBytes, 0, MemFlags, MemoryAddress);
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtAllocMemoryAlign(HSAuint32 PreferredNode, HSAuint64 SizeInBytes,
+                                               HSAuint64 Alignment, HsaMemFlags MemFlags,
+                                               void** MemoryAddress) {
+    return call("hsaKmtAllocMemoryAlign", [&](Session& s) {
+        return alloc(s, PreferredNode, SizeInBytes, Alignment, MemFlags, MemoryAddress);
+    });
+}
+
+HSAKMT_STATUS HSAKMTAPI hsaKmtAvailableMemory(HSAuint32 Node, HSAuint64* AvailableBytes) {
+    return call("hsaKmtAvailableMemory", [&](Session& s) {
+        if (AvailableBytes == nullptr) {
             return HSAKMT_STATUS_INVALID_PARAMETER;
         }
-        std::optional<uint64_t> fixed;
-        if (MemFlags.ui32.FixedAddress != 0) {
-            fixed = va_of(*MemoryAddress);
+        auto bytes = s.memory().available(Node);
+        if (!bytes) {
+            return HSAKMT_STATUS_INVALID_NODE_UNIT;
         }
-        auto va = s.memory().alloc(PreferredNode, SizeInBytes, MemFlags, fixed);
-        if (!va) {
-            return to_status(va.error());
-        }
-        *MemoryAddress = reinterpret_cast<void*>(static_cast<uintptr_t>(va.value()));
+        *AvailableBytes = bytes.value();
         return HSAKMT_STATUS_SUCCESS;
     });
 }

@@ -15,10 +15,9 @@ namespace {
 
 constexpr HSAuint64 kNanosecondsPerSecond = 1'000'000'000;
 
-// ROCr's own clock (os::ReadAccurateClock), in nanoseconds.
-uint64_t monotonic_raw_ns() noexcept {
+uint64_t clock_ns(clockid_t clock) noexcept {
     timespec ts{};
-    ::clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+    ::clock_gettime(clock, &ts);
     return static_cast<uint64_t>(ts.tv_sec) * kNanosecondsPerSecond +
            static_cast<uint64_t>(ts.tv_nsec);
 }
@@ -135,16 +134,19 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetClockCounters(HSAuint32 NodeId, HsaClockCounter
             return HSAKMT_STATUS_INVALID_PARAMETER;
         }
         // The GPU's counter is the backend's; the CPU and system counters are this
-        // domain's clock (which ROCr's HSA_SYSTEM_INFO_TIMESTAMP reads), taken halfway
-        // through the round trip, so that ROCr converts GPU timestamps into its own time.
-        // Of a few samples the one with the shortest round trip, whose halfway point is
-        // the closest (a busy host delays some answers by milliseconds).
+        // domain's clocks, as the KFD's: CLOCK_MONOTONIC_RAW and CLOCK_BOOTTIME (which
+        // ROCr's HSA_SYSTEM_INFO_TIMESTAMP reads: ROCr 5 through this call, ROCr 6
+        // itself), taken halfway through the round trip, so that ROCr converts GPU
+        // timestamps into its own time. Of a few samples the one with the shortest round
+        // trip, whose halfway point is the closest (a busy host delays some answers).
         constexpr int kSamples = 4;
         uint64_t best_trip = UINT64_MAX;
         for (int i = 0; i < kSamples; ++i) {
-            const uint64_t before = monotonic_raw_ns();
+            const uint64_t before = clock_ns(CLOCK_MONOTONIC_RAW);
+            const uint64_t boot_before = clock_ns(CLOCK_BOOTTIME);
             auto bytes = s.client().query(XENHSA_QUERY_CLOCK, NodeId, 0);
-            const uint64_t after = monotonic_raw_ns();
+            const uint64_t boot_after = clock_ns(CLOCK_BOOTTIME);
+            const uint64_t after = clock_ns(CLOCK_MONOTONIC_RAW);
             if (!bytes) {
                 return to_status(bytes.error());
             }
@@ -158,10 +160,9 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetClockCounters(HSAuint32 NodeId, HsaClockCounter
             }
             if (after - before < best_trip) {
                 best_trip = after - before;
-                const uint64_t here = before + (after - before) / 2;
                 Counters->GPUClockCounter = c.gpu_clock_counter;
-                Counters->CPUClockCounter = here;
-                Counters->SystemClockCounter = here;
+                Counters->CPUClockCounter = before + (after - before) / 2;
+                Counters->SystemClockCounter = boot_before + (boot_after - boot_before) / 2;
                 Counters->SystemClockFrequencyHz = kNanosecondsPerSecond;
             }
         }

@@ -5,6 +5,7 @@
 
 #include "log.hpp"
 #include "private_pages.hpp"
+#include "rocm6.hpp"
 
 namespace xenhsa::frontend::hsakmt {
 
@@ -13,6 +14,7 @@ namespace {
 constexpr uint64_t kPage = XENHSA_PAGE_SIZE;
 constexpr uint64_t kChunkBytes = uint64_t{XENHSA_MAP_MAX_PAGES} * kPage;
 constexpr uint64_t kLargeAlign = 2ull << 20;
+constexpr uint64_t kMaxAlign = 1ull << 30;
 
 uint64_t round_up(uint64_t bytes) { return (bytes + kPage - 1) & ~(kPage - 1); }
 
@@ -145,6 +147,26 @@ Result<void> Memory::pin_system(Allocation& a) {
 
 uint64_t Memory::system_capacity() const { return system_capacity_bytes(limits_(), lend_system_); }
 
+Result<uint64_t> Memory::available(uint32_t node) const {
+    if (!topology_.is_gpu(node)) {
+        return errc(std::errc::invalid_argument);  // the KFD has no GPU by that id
+    }
+    uint64_t heap = 0;
+    for (const HsaMemoryProperties& bank : topology_.nodes[node].banks) {
+        if (bank.HeapType == HSA_HEAPTYPE_FRAME_BUFFER_PRIVATE ||
+            bank.HeapType == HSA_HEAPTYPE_FRAME_BUFFER_PUBLIC) {
+            heap += bank.SizeInBytes;
+        }
+    }
+    uint64_t used = 0;
+    for (const auto& [va, a] : allocs_) {
+        if (a.kind == Kind::device && a.node == node) {
+            used += a.size;
+        }
+    }
+    return heap > used ? heap - used : 0;
+}
+
 std::error_code Memory::refused(SystemStep step, const std::error_code& error, const Allocation& a,
                                 uint64_t step_pages) const {
     SystemUse use;
@@ -186,9 +208,16 @@ bool Memory::release_lent(Allocation& a) noexcept {
 }
 
 Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
-                               std::optional<uint64_t> fixed) {
-    if (size == 0 || node >= topology_.nodes.size() || size > XENHSA_VA_WINDOW_MAX) {
+                               std::optional<uint64_t> fixed, uint64_t align) {
+    if (size == 0 || node >= topology_.nodes.size() || size > XENHSA_VA_WINDOW_MAX ||
+        (align != 0 && (align < kPage || (align & (align - 1)) != 0 || align > kMaxAlign))) {
         return errc(std::errc::invalid_argument);
+    }
+    if ((flags.Value & (rocm6::kMemNoAddress | rocm6::kMemOnlyAddress)) != 0) {
+        refused_once("hsaKmtAllocMemory(NoAddress or OnlyAddress)",
+                     "memory without an address, or an address without memory, is ROCm 6's "
+                     "virtual memory API (KFD 1.15), which xenhsa does not offer");
+        return errc(std::errc::not_supported);
     }
     const uint64_t bytes = round_up(size);
     const bool gpu_node = topology_.is_gpu(node);
@@ -204,13 +233,16 @@ Result<uint64_t> Memory::alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
     VaAllocator& window = client_.window();
     uint64_t va = 0;
     if (fixed) {
+        if (align != 0 && *fixed % align != 0) {
+            return errc(std::errc::invalid_argument);
+        }
         if (auto claimed = window.claim(*fixed, bytes); !claimed) {
             return errc(std::errc::invalid_argument);
         }
         va = *fixed;
     } else {
-        auto placed = window.allocate(
-            bytes, kind != Kind::system && bytes >= kLargeAlign ? kLargeAlign : kPage);
+        const uint64_t natural = kind != Kind::system && bytes >= kLargeAlign ? kLargeAlign : kPage;
+        auto placed = window.allocate(bytes, std::max(natural, align));
         if (!placed) {
             return errc(std::errc::not_enough_memory);
         }

@@ -49,9 +49,10 @@ public:
     Memory(const Memory&) = delete;
     Memory& operator=(const Memory&) = delete;
 
-    // hsaKmtAllocMemory. `fixed`: the FixedAddress flag's address.
+    // hsaKmtAllocMemory(Align). `fixed`: the FixedAddress flag's address; `align`: 0 or
+    // a power of two of at least a page.
     Result<uint64_t> alloc(uint32_t node, uint64_t size, HsaMemFlags flags,
-                           std::optional<uint64_t> fixed);
+                           std::optional<uint64_t> fixed, uint64_t align = 0);
     Result<void> free(uint64_t va);
     // `nodes` empty: every GPU node. Returns the GPU VA (the same VA).
     Result<uint64_t> map_to_gpu(uint64_t va, uint64_t size, std::span<const uint32_t> nodes);
@@ -72,6 +73,8 @@ public:
     [[nodiscard]] std::size_t live() const noexcept { return allocs_.size(); }
     // Bytes of system memory this guest can have at most: the system heap's size.
     [[nodiscard]] uint64_t system_capacity() const;
+    // hsaKmtAvailableMemory: GPU `node`'s local heap less what this process allocated of it.
+    [[nodiscard]] Result<uint64_t> available(uint32_t node) const;
 
 private:
     enum class Kind : uint8_t { system, device, scratch };

@@ -5,6 +5,8 @@
 #include <limits>
 #include <xenhsa/frontend/errors.hpp>
 
+#include "rocm6.hpp"
+
 namespace xenhsa::frontend::hsakmt {
 
 namespace {
@@ -116,6 +118,12 @@ HsaNodeProperties to_node_properties(const xenhsa_node_props& w) {
     p.DebugProperties.Value = w.debug_properties;
     p.HiveID = w.hive_id;
     p.UniqueID = w.unique_id;
+    if (p.NumFComputeCores != 0) {
+        rocm6::NodeTail tail;
+        tail.num_xcc = std::max(w.num_xcc, 1u);
+        tail.family_id = rocm6::family_of_gfx(p.EngineId.ui32.Major);
+        rocm6::set_tail(p, tail);  // KFDGpuID: fetch_topology, which knows the node
+    }
     to_utf16(wire_string(w.marketing_name), p.MarketingName);
     const std::string amd = wire_string(w.amd_name);
     std::memcpy(p.AMDName, amd.data(), amd.size());  // < 64, zero-filled after
@@ -173,7 +181,9 @@ Result<Topology> fetch_topology(Client& client) {
         return version.error();
     }
     t.version.KernelInterfaceMajorVersion = version.value().kfd_major;
-    t.version.KernelInterfaceMinorVersion = version.value().kfd_minor;
+    t.version.KernelInterfaceMinorVersion =
+        version.value().kfd_major == 1 ? std::min(version.value().kfd_minor, rocm6::kKfdMinorMax)
+                                       : version.value().kfd_minor;
     t.gpu_backend = version.value().gpu_backend;
     auto system = client.query_system();
     if (!system) {
@@ -198,6 +208,12 @@ Result<Topology> fetch_topology(Client& client) {
         }
         NodeTopology nt;
         nt.props = to_node_properties(w);
+        if (nt.props.NumFComputeCores != 0) {
+            // The KFD's gpu_id is a host detail; any id but the CPU's 0 serves ROCr 6.
+            rocm6::NodeTail tail = rocm6::tail(nt.props);
+            tail.kfd_gpu_id = n + 1;
+            rocm6::set_tail(nt.props, tail);
+        }
         for (uint32_t i = 0; i < w.num_memory_banks; ++i) {
             auto bank = query_struct<xenhsa_mem_bank>(client, XENHSA_QUERY_MEM_BANK, n, i);
             if (!bank) {

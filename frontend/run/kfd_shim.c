@@ -7,6 +7,9 @@
  *   - popen("lsmod | grep amdgpu") must print something. A guest has no amdgpu module:
  *     exactly that command runs xenhsa's lsmod ($XENHSA_LSMOD) instead of the system's
  *     (a shell may run a built-in lsmod whatever PATH says, as busybox does).
+ * Debian 13's rocminfo (6.1) reads /sys/module/amdgpu/initstate instead of lsmod: it must
+ * say "live". A read-only fopen of exactly that path reads "live" when the system has no
+ * such file (a guest has no amdgpu module).
  * Nothing else is touched.
  */
 #define _GNU_SOURCE
@@ -16,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 static int is_kfd(const char* path) { return path != NULL && strcmp(path, "/dev/kfd") == 0; }
 
@@ -64,6 +69,43 @@ XENHSA_SHIM_OPEN(open)
 XENHSA_SHIM_OPEN(open64)
 XENHSA_SHIM_OPENAT(openat)
 XENHSA_SHIM_OPENAT(openat64)
+
+static const char kInitstate[] = "/sys/module/amdgpu/initstate";
+
+/* A file with a descriptor (C++ streams read the descriptor, not the FILE's buffer). */
+static FILE* live_file(void) {
+    static const char live[] = "live\n";
+    const int fd = memfd_create("amdgpu-initstate", MFD_CLOEXEC);
+    if (fd < 0) {
+        return NULL;
+    }
+    FILE* f = NULL;
+    if (write(fd, live, sizeof live - 1) == (ssize_t)(sizeof live - 1) &&
+        lseek(fd, 0, SEEK_SET) == 0) {
+        f = fdopen(fd, "r");
+    }
+    if (f == NULL) {
+        close(fd);
+    }
+    return f;
+}
+
+#define XENHSA_SHIM_FOPEN(name)                                                    \
+    FILE* name(const char* path, const char* mode) {                               \
+        static FILE* (*real)(const char*, const char*);                            \
+        if (real == NULL) {                                                        \
+            real = (FILE * (*)(const char*, const char*)) dlsym(RTLD_NEXT, #name); \
+        }                                                                          \
+        FILE* f = real(path, mode);                                                \
+        if (f == NULL && path != NULL && mode != NULL && strcmp(mode, "r") == 0 && \
+            strcmp(path, kInitstate) == 0) {                                       \
+            return live_file();                                                    \
+        }                                                                          \
+        return f;                                                                  \
+    }
+
+XENHSA_SHIM_FOPEN(fopen)
+XENHSA_SHIM_FOPEN(fopen64)
 
 FILE* popen(const char* command, const char* type) {
     static FILE* (*real)(const char*, const char*);

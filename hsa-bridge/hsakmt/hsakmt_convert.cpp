@@ -62,6 +62,8 @@ xenhsa_node_props convert_node(const HsaNodeProperties& p) {
     out.ucode_engine_versions = p.uCodeEngineVersions.Value;
     out.vgpr_size_per_cu = p.VGPRSizePerCU;
     out.sgpr_size_per_cu = p.SGPRSizePerCU;
+    // The host's thunk (5.2.3) has no NumXcc; a GPU node has at least one.
+    out.num_xcc = p.NumFComputeCores != 0 ? 1 : 0;
     out.debug_properties = p.DebugProperties.Value;
     out.hive_id = p.HiveID;
     out.unique_id = p.UniqueID;

@@ -108,6 +108,7 @@ Result<xenhsa_node_props> Topology::node(uint32_t node) const noexcept {
     props.lds_size_kb = kLdsKb;
     props.wavefront_size = 64;
     props.num_shader_banks = 1;
+    props.num_xcc = 1;
     props.num_arrays = 1;
     props.num_cu_per_array = cus;
     props.num_simd_per_cu = kSimdPerCu;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <rocm6.hpp>
 #include <thunk.hpp>
 #include <topology.hpp>
 #include <xenhsa/frontend/errors.hpp>
@@ -48,6 +49,24 @@ TEST(HsakmtConvert, NodeFieldsAndNames) {
     EXPECT_EQ(uint64_t{p.UniqueID}, 0x1122334455667788ull);  // pack(4): no reference to it
     EXPECT_STREQ(reinterpret_cast<const char*>(p.AMDName), "gfx906");
     EXPECT_EQ(marketing(p), u"Radeon\u2122 Pro \u00e9");
+}
+
+// What ROCm 6's thunk named in 5.2.3's reserved bytes: ROCr 6 divides by NumXcc.
+TEST(HsakmtConvert, AGpuNodeHasTheFieldsRocm6NamedInReservedBytes) {
+    xenhsa_node_props gpu{};
+    gpu.num_fcompute_cores = 8;
+    gpu.engine_id = 9u << 10;
+    EXPECT_EQ(rocm6::tail(to_node_properties(gpu)).num_xcc, 1u);      // a backend that does not say
+    EXPECT_EQ(rocm6::tail(to_node_properties(gpu)).family_id, 141u);  // AMDGPU_FAMILY_AI
+    gpu.num_xcc = 6;
+    gpu.engine_id = 10u << 10;
+    EXPECT_EQ(rocm6::tail(to_node_properties(gpu)).num_xcc, 6u);
+    EXPECT_EQ(rocm6::tail(to_node_properties(gpu)).family_id, 143u);  // AMDGPU_FAMILY_NV
+    xenhsa_node_props cpu{};
+    cpu.num_cpu_cores = 4;
+    cpu.num_xcc = 3;
+    const rocm6::NodeTail none = rocm6::tail(to_node_properties(cpu));
+    EXPECT_EQ(none.num_xcc + none.family_id + none.kfd_gpu_id, 0u);
 }
 
 TEST(HsakmtConvert, BrokenUtf8BecomesQuestionMarks) {

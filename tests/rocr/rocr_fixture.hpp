@@ -9,7 +9,9 @@
 #include <sys/wait.h>
 
 #include <csignal>
+#include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <regex>
@@ -17,6 +19,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 namespace xenhsa::testing::scenarios {
 
@@ -86,6 +89,56 @@ inline std::optional<std::pair<uint64_t, uint64_t>> system_pool(const std::strin
         return std::nullopt;
     }
     return std::pair{std::stoull(m[1]), std::stoull(m[2])};
+}
+
+inline std::string run_text(const std::string& command) {
+    std::string out;
+    if (FILE* p = ::popen(command.c_str(), "r")) {
+        char buf[4096];
+        std::size_t n = 0;
+        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
+            out.append(buf, n);
+        }
+        ::pclose(p);
+    }
+    return out;
+}
+
+// "symbol version" for every defined dynamic symbol of a library.
+inline std::set<std::string> dynamic_exports(const std::string& library) {
+    std::set<std::string> symbols;
+    std::istringstream lines(run_text("objdump -T '" + library + "'"));
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream words(line);
+        std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
+        if (w.size() >= 2 && line.find("*UND*") == std::string::npos &&
+            line.find(" DF ") != std::string::npos) {
+            symbols.insert(w[w.size() - 1] + " " + w[w.size() - 2]);
+        }
+    }
+    return symbols;
+}
+
+// rocminfo's value for `key` in the block of the agent whose "Device Type" is GPU.
+inline std::map<std::string, std::vector<std::string>> gpu_agent_fields(const std::string& out) {
+    std::map<std::string, std::vector<std::string>> fields;
+    const auto agent = out.find("Device Type:             GPU");
+    if (agent == std::string::npos) {
+        return fields;
+    }
+    const auto begin = out.rfind("*******", agent);
+    const auto end = out.find("*******\nAgent", agent);
+    std::istringstream lines(out.substr(begin, end == std::string::npos ? end : end - begin));
+    std::string line;
+    static const std::regex field(R"(^\s*([A-Za-z][A-Za-z0-9 ]*?):\s+(.*\S)\s*$)");
+    std::smatch m;
+    while (std::getline(lines, line)) {
+        if (std::regex_match(line, m, field)) {
+            fields[m[1]].push_back(m[2]);
+        }
+    }
+    return fields;
 }
 
 // The backend runs as a PV dom0's (XENHSA_TEST_GPU=kfd-pv).

@@ -16,64 +16,18 @@ using namespace std::chrono_literals;
 
 constexpr const char* kRocminfo = "/usr/bin/rocminfo";
 
-std::string run_text(const std::string& command) {
-    std::string out;
-    if (FILE* p = ::popen(command.c_str(), "r")) {
-        char buf[4096];
-        std::size_t n = 0;
-        while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) {
-            out.append(buf, n);
-        }
-        ::pclose(p);
-    }
-    return out;
-}
-
-// "symbol version" for every defined dynamic symbol of a library.
-std::set<std::string> dynamic_exports(const std::string& library) {
-    std::set<std::string> symbols;
-    std::istringstream lines(run_text("objdump -T '" + library + "'"));
-    std::string line;
-    while (std::getline(lines, line)) {
-        std::istringstream words(line);
-        std::vector<std::string> w{std::istream_iterator<std::string>(words), {}};
-        if (w.size() >= 2 && line.find("*UND*") == std::string::npos &&
-            line.find(" DF ") != std::string::npos) {
-            symbols.insert(w[w.size() - 1] + " " + w[w.size() - 2]);
-        }
-    }
-    return symbols;
-}
-
-TEST(RocrExports, SameFunctionsAndVersionNodeAsDebiansLibhsakmt) {
+// Every function of Debian 12's libhsakmt1 (5.2.3), under its version node; the others are
+// Debian 13's (rocr_debian13_test.cpp compares with both).
+TEST(RocrExports, EveryFunctionAndVersionNodeOfDebian12sLibhsakmt) {
     const auto debian = dynamic_exports(XENHSA_DEBIAN_LIBHSAKMT);
     const auto ours = dynamic_exports(XENHSA_GUEST_LIBHSAKMT);
     ASSERT_GE(debian.size(), 60u) << "objdump -T " << XENHSA_DEBIAN_LIBHSAKMT;
-    EXPECT_EQ(ours, debian);
+    for (const std::string& symbol : debian) {
+        EXPECT_TRUE(ours.count(symbol)) << symbol;
+    }
     EXPECT_NE(run_text("objdump -p '" XENHSA_GUEST_LIBHSAKMT "'")
                   .find("SONAME               libhsakmt.so.1"),
               std::string::npos);
-}
-
-// rocminfo's value for `key` in the block of the agent whose "Device Type" is GPU.
-std::map<std::string, std::vector<std::string>> gpu_agent_fields(const std::string& out) {
-    std::map<std::string, std::vector<std::string>> fields;
-    const auto agent = out.find("Device Type:             GPU");
-    if (agent == std::string::npos) {
-        return fields;
-    }
-    const auto begin = out.rfind("*******", agent);
-    const auto end = out.find("*******\nAgent", agent);
-    std::istringstream lines(out.substr(begin, end == std::string::npos ? end : end - begin));
-    std::string line;
-    static const std::regex field(R"(^\s*([A-Za-z][A-Za-z0-9 ]*?):\s+(.*\S)\s*$)");
-    std::smatch m;
-    while (std::getline(lines, line)) {
-        if (std::regex_match(line, m, field)) {
-            fields[m[1]].push_back(m[2]);
-        }
-    }
-    return fields;
 }
 
 TEST_F(Rocr, RocminfoListsTheGpuAgentQueryReports) {

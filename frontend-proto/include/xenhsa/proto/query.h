@@ -108,7 +108,7 @@ struct xenhsa_node_props {
     uint32_t ucode_engine_versions;
     uint32_t vgpr_size_per_cu;
     uint32_t sgpr_size_per_cu;
-    uint32_t pad;
+    uint32_t num_xcc; /* compute dies (XCCs) of a GPU; 0: one (a backend that does not say) */
     uint64_t debug_properties;
     uint64_t hive_id;
     uint64_t unique_id;
