@@ -76,9 +76,13 @@ Result<void> Memory::fill_system(Allocation& a, const std::byte* contents) {
         return fill_lent(a, contents);
     }
     const bool writable = a.flags.ui32.ReadOnly == 0;
+    // Registered memory without `contents`: each chunk starts with the range's bytes as
+    // they are when it replaces them (this process's heap may lie in the range).
+    const bool keep = a.user_start != 0 && contents == nullptr;
     for (uint64_t off = 0; off < a.size; off += kChunkBytes) {
         const auto pages = static_cast<std::size_t>(std::min(kChunkBytes, a.size - off) / kPage);
-        auto buffer = client_.share_at(a.va + off, pages, writable, placed_at(a, off));
+        auto buffer = client_.share_at(a.va + off, pages, writable, placed_at(a, off),
+                                       keep ? &copy_pages : nullptr);
         if (!buffer) {
             return refused(SystemStep::grant, buffer.error(), a, pages);
         }
@@ -107,6 +111,12 @@ Result<void> Memory::fill_system(Allocation& a, const std::byte* contents) {
             return r;
         }
         a.maps.pop_back();
+    }
+    if (a.user_start != 0) {
+        // A registration: its chunks hold the range's bytes; the caller moves them back and
+        // registers again, lent.
+        lend_system_ = true;
+        return pinned;
     }
     for (GuestBuffer& chunk : a.chunks) {
         if (!chunk.release()) {

@@ -36,6 +36,7 @@
 #include <xenhsa/frontend/client.hpp>
 
 #include "memory_limits.hpp"
+#include "private_pages.hpp"
 #include "topology.hpp"
 
 namespace xenhsa::frontend::hsakmt {
@@ -130,6 +131,9 @@ private:
     Result<void> unregister_moved(std::map<uint64_t, Allocation>::iterator it) noexcept;
     // The guest's mappings of a's pages go (the range is left PROT_NONE).
     static void unmap_pieces(Allocation& a) noexcept;
+    // A registered range's bytes back in private memory at its VA, its pieces given up.
+    // `lent`: its pages were lent (then `copy` holds their bytes already).
+    static void move_back(Allocation& a, PageCopy& copy, bool lent) noexcept;
     Result<void> pin_system(Allocation& a);
     // Says once which limit refused `step` (memory_limits.hpp); returns `error`.
     std::error_code refused(SystemStep step, const std::error_code& error, const Allocation& a,

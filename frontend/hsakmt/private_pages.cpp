@@ -95,13 +95,26 @@ Result<PrivateRange> private_range(uint64_t start, uint64_t end, std::string& wh
     return range;
 }
 
-Result<PageCopy> PageCopy::of(const void* at, uint64_t len) {
+Result<PageCopy> PageCopy::reserve(uint64_t len) {
     void* copy = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (copy == MAP_FAILED) {
         return last_errno();
     }
-    copy_pages(copy, at, len);
     return PageCopy(copy, len);
+}
+
+void PageCopy::take(const void* at) noexcept {
+    if (copy_ != nullptr) {
+        copy_pages(copy_, at, len_);
+    }
+}
+
+Result<PageCopy> PageCopy::of(const void* at, uint64_t len) {
+    auto copy = reserve(len);
+    if (copy) {
+        copy.value().take(at);
+    }
+    return copy;
 }
 
 PageCopy::PageCopy(PageCopy&& other) noexcept

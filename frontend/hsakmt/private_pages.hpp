@@ -27,6 +27,10 @@ void copy_pages(void* to, const void* from, uint64_t len);
 class PageCopy {
 public:
     static Result<PageCopy> of(const void* at, uint64_t len);
+    // The memory only, for a copy that must not fail later: take() fills it.
+    static Result<PageCopy> reserve(uint64_t len);
+    // Copies [at, at + len) in (no allocation: may run where the heap is being moved).
+    void take(const void* at) noexcept;
     PageCopy(PageCopy&& other) noexcept;
     PageCopy& operator=(PageCopy&&) = delete;
     PageCopy(const PageCopy&) = delete;

@@ -3,8 +3,12 @@
 // bytes onto pages granted (or lent) as system memory's, mapped over the range at its own
 // VA; the backend maps them at a VA of the window, which the GPU uses (AlternateVAGPU, as
 // the thunk's userptr GPU VA). Deregistration moves the bytes back to private anonymous
-// memory. The pages change under the range meanwhile: no other thread may write it while
-// it is registered or deregistered, as ROCr's lock and unlock of a copy's buffer do.
+// memory. Each move copies the bytes and moves the new pages over the range with nothing
+// in between, so that this library's own use of the heap, which may lie in the range (the
+// first and last pages are shared with the program's other objects), loses nothing; other
+// threads must not write the range while it is registered or deregistered, as ROCr's lock
+// and unlock of a copy's buffer do. (Lent pages, a PV dom0's backend, are mapped over the
+// range with a copy taken before: gntdev's mappings cannot move.)
 #include <sys/mman.h>
 
 #include <cstring>
@@ -94,14 +98,14 @@ Result<void> Memory::register_moved(uint64_t va, uint64_t size) {
                          why);
         return range.error();
     }
+    // The way back first, so that it cannot fail once the pages moved.
+    auto copy = PageCopy::reserve(bytes);
+    if (!copy) {
+        return copy.error();
+    }
     auto placed = client_.window().allocate(bytes);
     if (!placed) {
         return errc(std::errc::not_enough_memory);
-    }
-    auto copy = PageCopy::of(as_ptr(start), bytes);
-    if (!copy) {
-        (void)client_.window().release(placed.value(), bytes);
-        return copy.error();
     }
     Allocation a;
     a.va = placed.value();
@@ -113,21 +117,28 @@ Result<void> Memory::register_moved(uint64_t va, uint64_t size) {
     a.user_addr = va;
     a.user_size = size;
     a.user_prot = range.value().prot;
-    const auto* contents = static_cast<const std::byte*>(copy.value().data());
+    // Granted pages take the range's bytes chunk by chunk as they replace it (fill_system);
+    // lent pages (a PV dom0's backend) are mapped with the bytes of a copy taken now.
+    const bool lent = lend_system_;
+    const std::byte* contents = nullptr;
+    if (lent) {
+        copy.value().take(as_ptr(start));
+        contents = static_cast<const std::byte*>(copy.value().data());
+    }
     Result<void> made = fill_system(a, contents);
     if (made && a.user_prot != (PROT_READ | PROT_WRITE) &&
         ::mprotect(as_ptr(start), bytes, a.user_prot) != 0) {
         made = std::error_code(errno, std::generic_category());
     }
     if (!made) {
+        const bool lent_pages = !a.lent.empty();  // before the backend takes them back
         const bool released = release_backend(a);
-        unmap_pieces(a);
-        if (auto back = copy.value().restore(as_ptr(start), a.user_prot); !back) {
-            log().error("hsaKmtRegisterMemory: the bytes at {:#x} could not move back: {}", start,
-                        back.error().message());
-        }
+        move_back(a, copy.value(), lent_pages);
         if (released) {
             (void)client_.window().release(a.va, bytes);
+        }
+        if (!lent && lend_system_) {
+            return register_moved(va, size);  // the backend cannot pin granted pages: lent
         }
         return made.error();
     }
@@ -135,6 +146,33 @@ Result<void> Memory::register_moved(uint64_t va, uint64_t size) {
     allocs_.emplace(at, std::move(a));
     user_.emplace(start, at);
     return boost::outcome_v2::success();
+}
+
+void Memory::move_back(Allocation& a, PageCopy& copy, bool lent) noexcept {
+    std::byte* range = as_ptr(a.user_start);
+    if (!lent) {
+        // The bytes as they are, copied and moved over the range with nothing in between
+        // (the heap may lie there), then the granted pages given up without touching it.
+        copy.take(range);
+        if (auto back = copy.restore(range, a.user_prot); !back) {
+            log().error("the registered bytes at {:#x} could not move back: {}", a.user_start,
+                        back.error().message());
+            unmap_pieces(a);
+            return;
+        }
+        for (GuestBuffer& chunk : a.chunks) {
+            chunk.release_replaced();
+        }
+        a.chunks.clear();
+        return;
+    }
+    // Lent pages go with their LENDs: `copy` holds their bytes already.
+    unmap_pieces(a);
+    a.lent.clear();
+    if (auto back = copy.restore(range, a.user_prot); !back) {
+        log().error("the registered bytes at {:#x} could not move back: {}", a.user_start,
+                    back.error().message());
+    }
 }
 
 void Memory::unmap_pieces(Allocation& a) noexcept {
@@ -164,18 +202,16 @@ Result<void> Memory::deregister_user(uint64_t va) {
 
 Result<void> Memory::unregister_moved(std::map<uint64_t, Allocation>::iterator it) noexcept {
     Allocation& a = it->second;
-    // The bytes first: lent pages go with their LENDs.
-    auto copy = PageCopy::of(as_ptr(a.user_start), a.size);
+    auto copy = PageCopy::reserve(a.size);
     if (!copy) {
         return copy.error();  // still registered: the caller may try again
     }
-    const bool released = release_backend(a);
-    unmap_pieces(a);
-    a.lent.clear();
-    if (auto back = copy.value().restore(as_ptr(a.user_start), a.user_prot); !back) {
-        log().error("hsaKmtDeregisterMemory: the bytes at {:#x} could not move back: {}",
-                    a.user_start, back.error().message());
+    const bool lent = !a.lent.empty();
+    if (lent) {
+        copy.value().take(as_ptr(a.user_start));  // lent pages go with their LENDs
     }
+    const bool released = release_backend(a);
+    move_back(a, copy.value(), lent);
     user_.erase(a.user_start);
     if (!released) {
         // The backend is broken or gone: the window's VA is not reused.

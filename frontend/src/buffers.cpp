@@ -34,6 +34,16 @@ Result<void> GuestBuffer::release() noexcept {
     return boost::outcome_v2::success();
 }
 
+void GuestBuffer::release_replaced() noexcept {
+    const std::size_t bytes = size();
+    pages_.release_replaced();
+    if (window_ != nullptr && bytes != 0) {
+        (void)window_->release(va_, bytes);
+    }
+    window_ = nullptr;
+    va_ = 0;
+}
+
 void GuestBuffer::reset() noexcept {
     if (!release()) {
         pages_ = xen::SharedPages{};  // left to the hypervisor; the VA stays used

@@ -53,7 +53,8 @@ Result<GuestBuffer> Client::allocate(std::size_t pages, bool backend_writable, u
 }
 
 Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backend_writable,
-                                     std::byte* at) {
+                                     std::byte* at,
+                                     void (*copy_bytes)(void*, const void*, std::size_t)) {
     if (!session_) {
         return Errc::not_connected;
     }
@@ -61,9 +62,11 @@ Result<GuestBuffer> Client::share_at(uint64_t va, std::size_t pages, bool backen
         !reservation_.contains(va, uint64_t{pages} * XENHSA_PAGE_SIZE)) {
         return sys_error(EINVAL);
     }
-    auto shared = sharer_.share(
-        {link_.backend_domid(), pages, backend_writable,
-         at != nullptr ? at : reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))});
+    xen::ShareSpec spec{
+        link_.backend_domid(), pages, backend_writable,
+        at != nullptr ? at : reinterpret_cast<std::byte*>(static_cast<uintptr_t>(va))};
+    spec.copy_bytes = at != nullptr ? copy_bytes : nullptr;
+    auto shared = sharer_.share(spec);
     if (!shared) {
         return shared.error();
     }

@@ -108,7 +108,7 @@ TEST_F(Debian13, RocminfoListsTheGpuAgent) {
 // The HSA program of the Debian 12 tests, over ROCr 6.1.2: kernels, ROCr's own blit
 // kernels (device copies, fills), SDMA copies, timestamps, registered memory.
 TEST_F(Debian13, HsaProgramComputesCopiesAndLeavesNothing) {
-    for (const char* option : {"--blits", "--profile", "--lock"}) {
+    for (const char* option : {"--blits", "--profile", "--lock"}) {  // --lock: the heap too
         const Guest g = run_in_debian13(XENHSA_ROCR_CHECK_BINARY, {option});
         EXPECT_TRUE(scenario_passed(g.run)) << option << "\n" << g.run.out;
         for (const char* check :
@@ -131,6 +131,35 @@ TEST_F(Debian13, AGpuFaultAbortsWithRocrsMessage) {
     EXPECT_NE(g.run.out.find("Memory access fault by GPU node-1"), std::string::npos) << g.run.out;
     EXPECT_TRUE(released_within(g.domid));
 }
+
+#ifdef XENHSA_HIP_CHECK_BINARY
+// Debian 13's HIP runtime (libamdhip64-5 5.7.1 over ROCr 6.1.2): the device, and copies to
+// and from the program's own memory (pageable: ROCclr pins it; registered; pinned) byte
+// for byte; shared memory refused.
+TEST_F(Debian13, HipCopiesToAndFromTheProgramsOwnMemoryByteForByte) {
+    const Guest g = run_in_debian13(XENHSA_HIP_CHECK_BINARY);
+    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+    for (const char* check : {"device", "pageable-round-trip", "registered-copy-in",
+                              "registered-cpu-writes-seen", "unregistered-bytes-kept",
+                              "neighbours-untouched", "pinned-round-trip", "shared-refused"}) {
+        EXPECT_TRUE(check_held(g.run, check)) << check;
+    }
+    EXPECT_TRUE(released_within(g.domid));
+}
+
+// HIP 5.7's own GPU code stops the queue as an invalid code object does on a GPU: HIP
+// aborts with its message.
+TEST_F(Debian13, HipGpuCodeAbortsTheProgramWithHipsMessage) {
+    const Guest g = run_in_debian13(XENHSA_HIP_CHECK_BINARY, {"--needs-gpu-code", "d2d"}, true);
+    EXPECT_NE(g.run.out.find("info running d2d"), std::string::npos) << g.run.out;
+    EXPECT_TRUE(WIFEXITED(g.run.status) && WEXITSTATUS(g.run.status) == 128 + SIGABRT)
+        << "exit status " << g.run.status << "\n"
+        << g.run.out;
+    EXPECT_NE(g.run.out.find("HSA_STATUS_ERROR_INVALID_CODE_OBJECT"), std::string::npos)
+        << g.run.out;
+    EXPECT_TRUE(released_within(g.domid));
+}
+#endif
 
 }  // namespace
 }  // namespace xenhsa::testing::scenarios

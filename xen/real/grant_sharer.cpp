@@ -128,6 +128,15 @@ protected:
         }
     }
 
+    // The caller replaced the view: gntalloc ended (or will end) the grants as it went.
+    void release_replaced(std::byte* addr, std::span<const GrantRef> refs) noexcept override {
+        if (auto it = fixed_.find(addr); it != fixed_.end()) {
+            fixed_.erase(it);
+            return;
+        }
+        release(addr, refs);  // not a fixed view: nothing of the caller's replaced it
+    }
+
     // Xen 4.17 cannot take a grant back from a peer that maps it: scrub the pages so the
     // peer sees zeros from now on, then unshare; gntalloc keeps the pages out of use
     // until the peer unmaps.
@@ -155,14 +164,17 @@ private:
             fixed_.erase(spec.at);
             return index.error();  // nothing happened to the reservation
         }
+        // With copy_bytes the view is made elsewhere and moved over spec.at last.
+        const bool moved = spec.at != nullptr && spec.copy_bytes != nullptr;
+        std::byte* const first_at = moved ? nullptr : spec.at;
         // MAP_FIXED is correct ONLY because spec.at lies in a PROT_NONE reservation the
         // caller owns (ShareSpec's contract): it replaces part of it and nothing else.
-        void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | (spec.at != nullptr ? MAP_FIXED : 0), fd,
+        void* p = ::mmap(first_at, len, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | (first_at != nullptr ? MAP_FIXED : 0), fd,
                          static_cast<off_t>(index.value()));
         std::error_code map_err = p == MAP_FAILED ? detail::last_error() : std::error_code{};
-        if (p == MAP_FAILED && spec.at != nullptr) {
-            rereserve(spec.at, len);  // a failed MAP_FIXED may already have unmapped the range
+        if (p == MAP_FAILED && first_at != nullptr) {
+            rereserve(first_at, len);  // a failed MAP_FIXED may already have unmapped the range
         }
         // The notification belongs to the grefs, so it is set while they are still ours
         // (before the dealloc below); the kernel runs it when the mapping goes.
@@ -177,8 +189,8 @@ private:
                 map_err = spec.notify.clear_byte_at.value_or(0) >= kPageSize ? errno_code(EINVAL)
                                                                              : detail::last_error();
                 ::munmap(p, len);
-                if (spec.at != nullptr) {
-                    rereserve(spec.at, len);
+                if (first_at != nullptr) {
+                    rereserve(first_at, len);
                 }
             }
         }
@@ -189,6 +201,17 @@ private:
         dealloc.count = static_cast<uint32_t>(n);
         if (::ioctl(fd, IOCTL_GNTALLOC_DEALLOC_GREF, &dealloc) != 0) {
             fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
+        }
+        if (!map_err && moved) {
+            // The bytes, then the view over them, with nothing in between. gntalloc's vma
+            // moves as any (its open and close count the users of its pages).
+            spec.copy_bytes(p, spec.at, len);
+            if (::mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, spec.at) == MAP_FAILED) {
+                map_err = detail::last_error();
+                ::munmap(p, len);  // the grants go with it (deallocated above)
+            } else {
+                p = spec.at;
+            }
         }
         if (map_err) {
             fixed_.erase(spec.at);

@@ -13,6 +13,7 @@
 // "Nothing happens" checks wait kQuiet: a slow machine can only make them weaker, never
 // make them fail. Every other wait is bounded by kWait and expects something to happen.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <array>
@@ -341,6 +342,47 @@ TEST_F(Semantics, SharingAtAFixedAddressUsesTheReservationAndRestoresIt) {
     auto ended = shared.end_access();
     EXPECT_TRUE(ended) << ended.error().message();
     EXPECT_RESERVED(res.base(), res.size());
+}
+
+// hsaKmtRegisterMemory's move: pages shared over private memory start with its bytes as
+// they are when they replace it (ShareSpec::copy_bytes), and once the caller has moved
+// private pages back over them, giving them up leaves the range alone.
+TEST_F(Semantics, PagesSharedOverPrivateMemoryKeepItsBytesAndGoWithoutTouchingIt) {
+    Reservation res(4);
+    ASSERT_NE(res.base(), nullptr);
+    std::byte* const at = res.base() + kPage;
+    const std::size_t len = 2 * kPage;
+    ASSERT_NE(
+        ::mmap(at, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0),
+        MAP_FAILED);
+    std::memset(at, 0x3A, len);
+    at[len - 1] = std::byte{0x3B};
+    x::ShareSpec spec{.peer = peer_id(), .pages = 2, .writable = true, .at = at};
+    spec.copy_bytes = [](void* to, const void* from, std::size_t n) { std::memcpy(to, from, n); };
+    ASSIGN_OR_FAIL(shared, self().sharer->share(spec));
+    EXPECT_EQ(shared.data(), at);
+    EXPECT_TRUE(all_bytes({at, len - 1}, 0x3A));
+    EXPECT_EQ(byte_at(at + len - 1), 0x3B);
+    EXPECT_RESERVED(res.base(), kPage);
+    EXPECT_RESERVED(res.base() + 3 * kPage, kPage);
+    {
+        ASSIGN_OR_FAIL(view, peer().map(self_id(), refs_of(shared), true));
+        EXPECT_EQ(peer().probe_read(view, len - 1).value(), 0x3B);  // the peer sees the bytes
+        ASSERT_TRUE(peer().probe_write(view, 16, 0x6D));
+        EXPECT_EQ(byte_at(at + 16), 0x6D);  // ... and the range is the shared pages
+        ASSERT_TRUE(peer().unmap(view));
+    }
+    // The caller's way back: private pages with the bytes, moved over the view.
+    void* copy = ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(copy, MAP_FAILED);
+    std::memcpy(copy, at, len);
+    ASSERT_NE(::mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at), MAP_FAILED);
+    shared.release_replaced();
+    EXPECT_EQ(shared.data(), nullptr);
+    EXPECT_EQ(byte_at(at + 16), 0x6D);  // the range kept: private memory, writable
+    at[16] = std::byte{0x11};
+    EXPECT_EQ(byte_at(at + len - 1), 0x3B);
+    EXPECT_RESERVED(res.base(), kPage);
 }
 
 TEST_F(Semantics, SelfGrantMapsAtAFixedAddressAndUnmapsBackToTheReservation) {

@@ -48,23 +48,33 @@ public:
         }
         const uint64_t id = msg.body_as<wire::ShareRep>().share_id;
         const std::size_t len = spec.pages * kPageSize;
-        const int flags = MAP_SHARED | (spec.at != nullptr ? MAP_FIXED : 0);
+        // With copy_bytes the view is made elsewhere and moved over `at` last.
+        const bool moved = spec.at != nullptr && spec.copy_bytes != nullptr;
+        std::byte* const first_at = moved ? nullptr : spec.at;
+        const int flags = MAP_SHARED | (first_at != nullptr ? MAP_FIXED : 0);
         // MAP_FIXED only inside the caller's PROT_NONE reservation (ShareSpec::at).
-        void* p = ::mmap(spec.at, len, PROT_READ | PROT_WRITE, flags, msg.fds[0].get(), 0);
+        void* p = ::mmap(first_at, len, PROT_READ | PROT_WRITE, flags, msg.fds[0].get(), 0);
         if (p == MAP_FAILED) {
             const int err = errno;
-            if (spec.at != nullptr) rereserve(spec.at, len);
+            if (first_at != nullptr) rereserve(first_at, len);
             forget(wire::Op::share_release, id);
             return errno_code(err);
         }
-        auto* addr = static_cast<std::byte*>(p);
+        auto* addr = moved ? spec.at : static_cast<std::byte*>(p);
         try {
             auto refs = wire::items_of<GrantRef>(msg.tail);
             shares_.emplace(addr, Share{id, spec.pages, spec.at != nullptr, false});
+            if (moved && !move_view(p, spec)) {
+                const int err = errno;
+                shares_.erase(addr);
+                client::unmap(static_cast<std::byte*>(p), len);
+                forget(wire::Op::share_release, id);
+                return errno_code(err);
+            }
             return SharedPages(this, addr, std::move(refs));
         } catch (const std::bad_alloc&) {
             shares_.erase(addr);
-            drop_view(addr, len, spec.at != nullptr);
+            drop_view(static_cast<std::byte*>(p), len, first_at != nullptr);
             forget(wire::Op::share_release, id);
             return errno_code(ENOMEM);
         }
@@ -92,6 +102,14 @@ protected:
         drop_view(addr, share.pages * kPageSize, share.fixed);
     }
 
+    void release_replaced(std::byte* addr, std::span<const GrantRef> /*refs*/) noexcept override {
+        auto it = shares_.find(addr);
+        if (it == shares_.end()) fatal("release of unknown shared pages", EINVAL);
+        const Share share = it->second;
+        shares_.erase(it);
+        if (!share.ended) forget(wire::Op::share_release, share.id);
+    }
+
     RevokeEffect revoke(std::byte* addr, std::span<const GrantRef> /*refs*/) noexcept override {
         auto it = shares_.find(addr);
         if (it == shares_.end()) fatal("revoke of unknown shared pages", EINVAL);
@@ -116,6 +134,15 @@ private:
         auto done = ch_.call_small(op, wire::as_bytes(req));
         if (!done && !is_disconnect(done.error()))
             fatal("giving up shared pages", done.error().value());
+    }
+
+    // The bytes at spec.at into the view at p, then the view over spec.at: nothing runs in
+    // between that could write the range. false (errno) and the range untouched if the
+    // move fails.
+    static bool move_view(void* p, const ShareSpec& spec) noexcept {
+        const std::size_t len = spec.pages * kPageSize;
+        spec.copy_bytes(p, spec.at, len);
+        return ::mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, spec.at) != MAP_FAILED;
     }
 
     static void drop_view(std::byte* addr, std::size_t len, bool fixed) noexcept {

@@ -41,6 +41,9 @@ public:
     // Withdraws the grants and gives the VA back: EBUSY (and nothing changes) while the
     // backend maps a page.
     Result<void> release() noexcept;
+    // Gives up pages placed over the caller's own memory (share_at's `at`) whose view the
+    // caller has replaced already (xen::SharedPages::release_replaced): never fails.
+    void release_replaced() noexcept;
     void reset() noexcept;
 
 private:

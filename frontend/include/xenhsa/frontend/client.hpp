@@ -106,8 +106,10 @@ public:
     // from window() and keeps: the buffer gives the pages back, never the VA. `at`: where
     // this process maps them instead of `va` (the backend still maps them at `va`): memory
     // of the process's own, whose pages they replace (hsaKmtRegisterMemory's move).
+    // `copy_bytes`: the pages start with the bytes at `at` (xen::ShareSpec::copy_bytes).
     Result<GuestBuffer> share_at(uint64_t va, std::size_t pages, bool backend_writable = true,
-                                 std::byte* at = nullptr);
+                                 std::byte* at = nullptr,
+                                 void (*copy_bytes)(void*, const void*, std::size_t) = nullptr);
     // MAP of a whole buffer: inline refs up to 52 pages, indirect pages beyond.
     Result<Handle> map(const GuestBuffer& buffer, bool writable = true);
     // UNMAP of a MAP or LEND handle. A LEND's VA stays out of use: give a LentBuffer

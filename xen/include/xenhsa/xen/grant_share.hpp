@@ -45,6 +45,10 @@ public:
 
     // Withdraws every grant, or none (EBUSY while the peer maps any page).
     Result<void> end_access() noexcept;
+    // Gives up pages shared at a fixed address (ShareSpec::at) whose view the caller has
+    // replaced already (an mremap over it, the bytes back in private memory): the range is
+    // not touched; the grants end now, or when the peer unmaps. Afterwards empty.
+    void release_replaced() noexcept;
     // Takes the pages back whether or not the peer maps them (Map/Revoke's revoke of a
     // lent buffer). Never fails; afterwards this object is empty.
     RevokeEffect revoke() noexcept;
@@ -71,6 +75,12 @@ struct ShareSpec {
     // copied; the pages replace exactly [at, at + pages), and the range is left reserved
     // PROT_NONE when they go.
     std::byte* at = nullptr;
+    // With `at`, non-null: the pages start with the bytes at [at, at + pages) as they are
+    // at the moment the pages replace them, copied with this function (the view is made
+    // elsewhere, then the bytes copied and the view moved over the range with nothing in
+    // between), so that what the caller's own writes to the range leave while this runs
+    // (its heap may lie there) is kept.
+    void (*copy_bytes)(void* to, const void* from, std::size_t len) = nullptr;
     // gntalloc's unmap notification: `clear_byte_at` is an offset into the first page,
     // `port` a port of this domain. It runs when this process's mapping of the pages goes:
     // release, revoke, or the process dying (how a peer learns that its frontend died).
@@ -89,6 +99,12 @@ protected:
     virtual Result<void> end_access(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
     // Gives up the pages whatever their state (see SharedPages).
     virtual void release(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
+    // As release(), the view at `addr` replaced by the caller already (release_replaced).
+    // Sharers whose views are real mappings override it; the default suits those whose are
+    // not.
+    virtual void release_replaced(std::byte* addr, std::span<const GrantRef> refs) noexcept {
+        release(addr, refs);
+    }
     // Withdraws access by force where the platform can, then gives up the pages.
     virtual RevokeEffect revoke(std::byte* addr, std::span<const GrantRef> refs) noexcept = 0;
 };
@@ -105,6 +121,16 @@ inline Result<void> SharedPages::end_access() noexcept {
         refs_.clear();
     }
     return ended;
+}
+
+inline void SharedPages::release_replaced() noexcept {
+    if (owner_ != nullptr) {
+        (void)owner_->end_access(addr_, refs_);  // else the grants end when the peer unmaps
+        owner_->release_replaced(addr_, refs_);
+    }
+    owner_ = nullptr;
+    addr_ = nullptr;
+    refs_.clear();
 }
 
 inline RevokeEffect SharedPages::revoke() noexcept {
