@@ -51,21 +51,25 @@ protected:
 
     // `program` (a path inside the root, or one of the build's) under the root's loader;
     // `with_stderr`: its stderr too (where ROCr says why it aborts).
-    Guest run_in_debian13(const std::string& program, std::vector<std::string> args = {},
-                          bool with_stderr = false) {
+    std::vector<std::string> in_root(const std::string& program,
+                                     const std::vector<std::string>& args, bool with_stderr) const {
         const std::string guest_lib = fs::path(XENHSA_GUEST_LIBHSAKMT).parent_path().string();
         std::vector<std::string> command{
             (lib() / "ld-linux-x86-64.so.2").string(), "--library-path",
             guest_lib + ":" + lib().string() + ":" + XENHSA_HOST_LIBDIR, program};
         command.insert(command.end(), args.begin(), args.end());
         if (!with_stderr) {
-            return run_in_guest(command);
+            return command;
         }
         std::string line = "exec";
         for (const std::string& word : command) {
             line += " '" + word + "'";
         }
-        return run_in_guest({"/bin/sh", "-c", line + " 2>&1"});
+        return {"/bin/sh", "-c", line + " 2>&1"};
+    }
+    Guest run_in_debian13(const std::string& program, const std::vector<std::string>& args = {},
+                          bool with_stderr = false) {
+        return run_in_guest(in_root(program, args, with_stderr));
     }
 
     fs::path root_;
@@ -131,6 +135,63 @@ TEST_F(Debian13, AGpuFaultAbortsWithRocrsMessage) {
     EXPECT_NE(g.run.out.find("Memory access fault by GPU node-1"), std::string::npos) << g.run.out;
     EXPECT_TRUE(released_within(g.domid));
 }
+
+// The backend's worker killed while ROCr 6 waits on a signal: the guest library reports a
+// GPU hang through the memory events, and ROCr 6's VM-fault handler aborts the program
+// within a second, as on a GPU reset.
+TEST_F(Debian13, AKilledWorkerEndsTheProgramAsAGpuResetWithinASecond) {
+    CapturedProcess program(
+        run_args(in_root(XENHSA_ROCR_CHECK_BINARY, {"--wait-ms", "60000"}, true)));
+    ASSERT_TRUE(program.wait_for_line("info long-wait-start", kScenarioPatience))
+        << program.output();
+    const auto dev = device(last_domid());
+    ASSERT_TRUE(dev && dev->contains("worker_pid")) << status_text();
+    const auto broken = std::chrono::steady_clock::now();
+    ASSERT_EQ(::kill(dev->at("worker_pid").get<pid_t>(), SIGKILL), 0);
+    const auto ended = program.wait(kPatience);
+    const auto took = std::chrono::steady_clock::now() - broken;
+    ASSERT_TRUE(ended) << program.output();
+    EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 128 + SIGABRT)
+        << "exit status " << *ended << "\n"
+        << program.output();
+    EXPECT_NE(program.output().find("Reason: Generic hang recovery"), std::string::npos)
+        << program.output();
+    EXPECT_LT(took, std::chrono::seconds(1))
+        << std::chrono::duration<double>(took).count() << " s\n"
+        << program.output();
+}
+
+#ifdef XENHSA_ROCR_TEST_HOOKS
+// A queue creation the backend answers too late (its worker held in the KFD's queue
+// creation): the session ends at the request's timeout, ROCr 6's hsa_queue_create fails at
+// once, its releases succeed and the backend tears the session down.
+TEST_F(Debian13, AStateChangingRequestThatTimesOutEndsTheSession) {
+    const auto armed = control({{"op", "fault-plan"}, {"worker", "delay=kfd.create_queue#1:6000"}});
+    ASSERT_TRUE(armed.is_object() && armed.value("ok", false)) << armed.dump();
+    std::vector<std::string> command{"/usr/bin/env", "XENHSA_REQUEST_TIMEOUT_MS=1000"};
+    for (std::string& word : in_root(XENHSA_ROCR_CHECK_BINARY, {}, true)) {
+        command.push_back(std::move(word));
+    }
+    CapturedProcess program(run_args(command));
+    ASSERT_TRUE(program.wait_for_line("check kernels ok", kScenarioPatience)) << program.output();
+    const auto asked = std::chrono::steady_clock::now();
+    ASSERT_TRUE(program.wait_for_line("check hsa_queue_create FAIL", kScenarioPatience))
+        << program.output();
+    const auto told = std::chrono::steady_clock::now() - asked;
+    EXPECT_LT(told, std::chrono::seconds(3))
+        << std::chrono::duration<double>(told).count() << " s\n"
+        << program.output();
+    const auto ended = program.wait(kPatience);
+    ASSERT_TRUE(ended) << program.output();
+    EXPECT_NE(program.output().find("went unanswered within XENHSA_REQUEST_TIMEOUT_MS"),
+              std::string::npos)
+        << program.output();
+    // As ROCr 5.2.3: the failed call's error path ends the program before anything else.
+    EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << *ended << "\n"
+                                                               << program.output();
+    EXPECT_TRUE(released_within(last_domid()));
+}
+#endif
 
 #ifdef XENHSA_HIP_CHECK_BINARY
 // Debian 13's HIP runtime (libamdhip64-5 5.7.1 over ROCr 6.1.2): the device, and copies to
