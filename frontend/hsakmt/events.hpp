@@ -51,6 +51,9 @@ public:
     Result<void> wait(std::span<HsaEvent* const> events, bool all, uint32_t timeout_ms);
     // The backend handle of one of our events, or 0.
     [[nodiscard]] Handle handle_of(const HsaEvent* event) const noexcept;
+    // The link broke: every memory event gets a hang's data (once; logged).
+    void report_link_lost(const std::error_code& why);
+    [[nodiscard]] bool link_lost() const noexcept { return link_lost_; }
 
 private:
     struct Entry {
@@ -66,9 +69,6 @@ private:
     Result<void> wait_any(std::span<const Handle> handles, uint32_t timeout_ms);
     // After a wait: memory events among `events` get the last GPU fault's data.
     void fill_memory_faults(std::span<HsaEvent* const> events);
-    // The link broke: every memory event gets a hang's data.
-    void report_link_lost(const std::error_code& why);
-
     Client& client_;
     Memory& memory_;
     const Topology& topology_;

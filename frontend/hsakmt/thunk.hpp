@@ -8,10 +8,12 @@
 #include <hsakmt.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <system_error>
+#include <thread>
 
 #include "log.hpp"
 #include "session.hpp"
@@ -57,6 +59,13 @@ inline HSAKMT_STATUS released(Session& s, const Result<void>& r) noexcept {
     return ended ? HSAKMT_STATUS_SUCCESS : to_status(r);
 }
 
+// A call that ended the session because a request went unanswered (Errc::session_timed_out)
+// ends as a GPU reset does: the memory events get a hang's data, and the caller waits, the
+// library's lock released, for ROCr's event thread (woken as the session ended) to see it,
+// which aborts the program with ROCr's message. Without such a thread the call fails after
+// kHangGrace.
+inline constexpr std::chrono::milliseconds kHangGrace{1000};
+
 template <class F>
 HSAKMT_STATUS call(const char* name, F&& body) noexcept {
     Thunk& t = thunk();
@@ -65,9 +74,19 @@ HSAKMT_STATUS call(const char* name, F&& body) noexcept {
         if (!t.session || t.forked_child()) {
             return HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED;
         }
-        const HSAKMT_STATUS status = body(*t.session);
+        Session* const session = t.session.get();
+        const HSAKMT_STATUS status = body(*session);
         if (status != HSAKMT_STATUS_SUCCESS && status != HSAKMT_STATUS_WAIT_TIMEOUT) {
             log().debug("{} -> {}", name, static_cast<int>(status));
+            // A wait lets the lock go: the session may have been closed meanwhile.
+            Session* const s = t.session.get() == session ? session : nullptr;
+            if (s != nullptr &&
+                s->client().broken_reason() == std::error_code(Errc::session_timed_out) &&
+                !s->events().link_lost()) {
+                s->events().report_link_lost(s->client().broken_reason());
+                lock.unlock();
+                std::this_thread::sleep_for(kHangGrace);
+            }
         }
         return status;
     } catch (const std::bad_alloc&) {

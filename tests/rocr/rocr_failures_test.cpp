@@ -110,36 +110,12 @@ INSTANTIATE_TEST_SUITE_P(Rocr, RocrLostLink, ::testing::Values("worker-killed", 
 #ifdef XENHSA_ROCR_TEST_HOOKS
 // A state-changing request the backend answers too late (its worker held in the KFD's
 // queue creation, as by a hung driver): the guest library ends the session at its
-// request timeout instead of waiting, so the program learns of it at once (ROCr's
-// hsa_queue_create fails with "Queue create failed"), its releases succeed as on a KFD
-// after a GPU reset, hsa_shut_down ends, and the backend tears down the session and the
-// queue its late answer made.
-TEST_F(Rocr, AStateChangingRequestThatTimesOutEndsTheSessionNotTheProgram) {
-    const auto armed = control({{"op", "fault-plan"}, {"worker", "delay=kfd.create_queue#1:6000"}});
-    ASSERT_TRUE(armed.is_object() && armed.value("ok", false)) << armed.dump();
-    CapturedProcess program(
-        run_args({"/usr/bin/env", "XENHSA_REQUEST_TIMEOUT_MS=1000", "/bin/sh", "-c",
-                  std::string("exec ") + XENHSA_ROCR_CHECK_BINARY + " 2>&1"}));
-    ASSERT_TRUE(program.wait_for_line("check kernels ok", kScenarioPatience)) << program.output();
-    const auto asked = std::chrono::steady_clock::now();
-    ASSERT_TRUE(program.wait_for_line("check hsa_queue_create FAIL", kScenarioPatience))
-        << program.output();
-    const auto told = std::chrono::steady_clock::now() - asked;
-    // The request's 1 s, well before the backend's answer at 6 s.
-    EXPECT_LT(told, 3s) << std::chrono::duration<double>(told).count() << " s\n"
-                        << program.output();
-    const auto ended = program.wait(kPatience);
-    ASSERT_TRUE(ended) << program.output();
-    EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 1) << *ended << "\n"
-                                                               << program.output();
-    EXPECT_NE(program.output().find("went unanswered within XENHSA_REQUEST_TIMEOUT_MS"),
-              std::string::npos)
-        << program.output();
-    EXPECT_NE(program.output().find("check shut-down ok"), std::string::npos) << program.output();
-    EXPECT_EQ(program.output().find("Assertion"), std::string::npos) << program.output();
-    const uint32_t domid = last_domid();
-    ASSERT_NE(domid, 0u);
-    EXPECT_TRUE(released_within(domid));
+// request timeout instead of waiting, and the process learns of it as of a GPU reset:
+// ROCr's VM-fault handler reports the hang and aborts it, within a second of the timeout;
+// the backend tears down the session and the queue its late answer made.
+TEST_F(Rocr, AStateChangingRequestThatTimesOutEndsTheProgramAsAGpuReset) {
+    expect_timed_out_request_aborts(
+        {"/bin/sh", "-c", std::string("exec ") + XENHSA_ROCR_CHECK_BINARY + " 2>&1"});
 }
 #endif
 

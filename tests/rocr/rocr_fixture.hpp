@@ -76,6 +76,36 @@ protected:
         return lines;
     }
 
+    // `program` (its stderr joined to its stdout) creates a queue the backend answers 6 s
+    // late; with a 1 s request timeout it must end within 3 s as on a GPU reset: ROCr's
+    // VM-fault handler names a hang and aborts. The backend keeps nothing of it.
+    void expect_timed_out_request_aborts(const std::vector<std::string>& program) {
+        const auto armed =
+            control({{"op", "fault-plan"}, {"worker", "delay=kfd.create_queue#1:6000"}});
+        ASSERT_TRUE(armed.is_object() && armed.value("ok", false)) << armed.dump();
+        std::vector<std::string> command{"/usr/bin/env", "XENHSA_REQUEST_TIMEOUT_MS=1000"};
+        command.insert(command.end(), program.begin(), program.end());
+        CapturedProcess run(run_args(command));
+        ASSERT_TRUE(run.wait_for_line("check kernels ok", kScenarioPatience)) << run.output();
+        const auto asked = std::chrono::steady_clock::now();
+        const auto ended = run.wait(kPatience);
+        const auto took = std::chrono::steady_clock::now() - asked;
+        ASSERT_TRUE(ended) << run.output();
+        EXPECT_TRUE(WIFEXITED(*ended) && WEXITSTATUS(*ended) == 128 + SIGABRT) << *ended << "\n"
+                                                                               << run.output();
+        EXPECT_LT(took, std::chrono::seconds(3))
+            << std::chrono::duration<double>(took).count() << " s\n"
+            << run.output();
+        EXPECT_NE(run.output().find("went unanswered within XENHSA_REQUEST_TIMEOUT_MS"),
+                  std::string::npos)
+            << run.output();
+        EXPECT_NE(run.output().find("Reason: Generic hang recovery"), std::string::npos)
+            << run.output();
+        const uint32_t domid = last_domid();
+        ASSERT_NE(domid, 0u);
+        EXPECT_TRUE(released_within(domid));
+    }
+
     std::filesystem::path domid_file_;
     int runs_ = 0;
     std::vector<std::string> run_options_;  // more of xenhsa-run's
