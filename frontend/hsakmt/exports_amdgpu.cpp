@@ -15,6 +15,7 @@
 #include <array>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "rocm6.hpp"
@@ -64,7 +65,7 @@ uint32_t counter_khz(HSAuint32 node) noexcept {
     const double seconds =
         static_cast<double>(second.SystemClockCounter - first.SystemClockCounter) /
         static_cast<double>(first.SystemClockFrequencyHz);
-    return seconds > 0 ? static_cast<uint32_t>(ticks / seconds / 1000.0 + 0.5) : 0;
+    return seconds > 0 ? static_cast<uint32_t>(std::lround(ticks / seconds / 1000.0)) : 0;
 }
 
 amdgpu_gpu_info gpu_info(const HsaNodeProperties& p, uint32_t khz) noexcept {

@@ -91,8 +91,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingQueryCapabilities(HSAuint32 NodeId, void
     XENHSA_REFUSE("hsaKmtPcSamplingQueryCapabilities", kSampling);
 }
 
-HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingCreate(HSAuint32 node_id,
-                                               struct _HsaPcSamplingInfo* sample_info,
+HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingCreate(HSAuint32 node_id, void* sample_info,
                                                HSAuint32* traceId) {
     (void)node_id, (void)sample_info, (void)traceId;
     XENHSA_REFUSE("hsaKmtPcSamplingCreate", kSampling);

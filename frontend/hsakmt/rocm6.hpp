@@ -15,7 +15,6 @@ extern "C" {
 
 typedef void* HsaAMDGPUDeviceHandle;  // NOLINT(modernize-use-using): the thunk's C name
 struct kfd_ioctl_dbg_trap_args;
-struct _HsaPcSamplingInfo;
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtAvailableMemory(HSAuint32 Node, HSAuint64* AvailableBytes);
 HSAKMT_STATUS HSAKMTAPI hsaKmtAllocMemoryAlign(HSAuint32 PreferredNode, HSAuint64 SizeInBytes,
@@ -47,8 +46,8 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingSupport(void);
 HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingQueryCapabilities(HSAuint32 NodeId, void* sample_info,
                                                           HSAuint32 sample_info_sz,
                                                           HSAuint32* sz_needed);
-HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingCreate(HSAuint32 node_id,
-                                               struct _HsaPcSamplingInfo* sample_info,
+// sample_info: the thunk's HsaPcSamplingInfo, never read here.
+HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingCreate(HSAuint32 node_id, void* sample_info,
                                                HSAuint32* traceId);
 HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingDestroy(HSAuint32 NodeId, HSAuint32 traceId);
 HSAKMT_STATUS HSAKMTAPI hsaKmtPcSamplingStart(HSAuint32 NodeId, HSAuint32 traceId);

@@ -72,7 +72,12 @@ Result<void> Memory::register_user(uint64_t va, uint64_t size) {
         ++held.a->registrations;
         return boost::outcome_v2::success();
     }
-    return register_moved(va, size);
+    const bool lent = lend_system_;
+    auto moved = register_moved(va, size);
+    if (!moved && !lent && lend_system_) {
+        moved = register_moved(va, size);  // the backend cannot pin granted pages: lent
+    }
+    return moved;
 }
 
 Result<void> Memory::register_moved(uint64_t va, uint64_t size) {
@@ -136,9 +141,6 @@ Result<void> Memory::register_moved(uint64_t va, uint64_t size) {
         move_back(a, copy.value(), lent_pages);
         if (released) {
             (void)client_.window().release(a.va, bytes);
-        }
-        if (!lent && lend_system_) {
-            return register_moved(va, size);  // the backend cannot pin granted pages: lent
         }
         return made.error();
     }
