@@ -97,15 +97,13 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtRuntimeEnable(void* rDebug, bool setupTtmp) {
     (void)rDebug;
     (void)setupTtmp;
     return call("hsaKmtRuntimeEnable", [&](Session&) {
-        return refuse("hsaKmtRuntimeEnable", "the GPU debugger interface is not forwarded",
-                      spdlog::level::info);
+        return refuse("hsaKmtRuntimeEnable", kNoDebugger, spdlog::level::info);
     });
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtRuntimeDisable(void) {
     return call("hsaKmtRuntimeDisable", [&](Session&) {
-        return refuse("hsaKmtRuntimeDisable", "the GPU debugger interface is not forwarded",
-                      spdlog::level::info);
+        return refuse("hsaKmtRuntimeDisable", kNoDebugger, spdlog::level::info);
     });
 }
 
@@ -225,8 +223,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetKernelDebugTrapVersionInfo(HSAuint32* Major, HS
     (void)Major;
     (void)Minor;
     return call("hsaKmtGetKernelDebugTrapVersionInfo", [&](Session&) {
-        return refuse("hsaKmtGetKernelDebugTrapVersionInfo",
-                      "the GPU debugger interface is not forwarded");
+        return refuse("hsaKmtGetKernelDebugTrapVersionInfo", kNoDebugger);
     });
 }
 

@@ -77,9 +77,8 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtAllocQueueGWS(HSA_QUEUEID QueueId, HSAuint32 nGWS,
 HSAKMT_STATUS HSAKMTAPI hsaKmtGetQueueInfo(HSA_QUEUEID QueueId, HsaQueueInfo* QueueInfo) {
     (void)QueueId;
     (void)QueueInfo;
-    return call("hsaKmtGetQueueInfo", [&](Session&) {
-        return refuse("hsaKmtGetQueueInfo", "the GPU debugger interface is not forwarded");
-    });
+    return call("hsaKmtGetQueueInfo",
+                [&](Session&) { return refuse("hsaKmtGetQueueInfo", kNoDebugger); });
 }
 
 }  // extern "C"

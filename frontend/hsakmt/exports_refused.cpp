@@ -5,10 +5,7 @@
 
 using namespace xenhsa::frontend::hsakmt;
 
-#define XENHSA_REFUSE(name, why) return call(name, [&](Session&) { return refuse(name, why); })
-
 namespace {
-constexpr const char* kDebugger = "the GPU debugger interface is not forwarded";
 constexpr const char* kCounters = "GPU performance counters are not forwarded";
 constexpr const char* kSvm = "SVM needs XNACK and migration; xenhsa pins guest memory instead";
 constexpr const char* kIpc = "memory is shared between guests' processes only through Xen grants";
@@ -92,19 +89,19 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtUnmapGraphicHandle(HSAuint32 NodeId, HSAuint64 Fla
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgRegister(HSAuint32 NodeId) {
     (void)NodeId;
-    XENHSA_REFUSE("hsaKmtDbgRegister", kDebugger);
+    XENHSA_REFUSE("hsaKmtDbgRegister", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgUnregister(HSAuint32 NodeId) {
     (void)NodeId;
-    XENHSA_REFUSE("hsaKmtDbgUnregister", kDebugger);
+    XENHSA_REFUSE("hsaKmtDbgUnregister", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgWavefrontControl(HSAuint32 NodeId, HSA_DBG_WAVEOP Operand,
                                                   HSA_DBG_WAVEMODE Mode, HSAuint32 TrapId,
                                                   HsaDbgWaveMessage* DbgWaveMsgRing) {
     (void)NodeId, (void)Operand, (void)Mode, (void)TrapId, (void)DbgWaveMsgRing;
-    XENHSA_REFUSE("hsaKmtDbgWavefrontControl", kDebugger);
+    XENHSA_REFUSE("hsaKmtDbgWavefrontControl", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgAddressWatch(HSAuint32 NodeId, HSAuint32 NumWatchPoints,
@@ -112,7 +109,7 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtDbgAddressWatch(HSAuint32 NodeId, HSAuint32 NumWat
                                               HSAuint64 WatchMask[], HsaEvent* WatchEvent[]) {
     (void)NodeId, (void)NumWatchPoints, (void)WatchMode, (void)WatchAddress, (void)WatchMask,
         (void)WatchEvent;
-    XENHSA_REFUSE("hsaKmtDbgAddressWatch", kDebugger);
+    XENHSA_REFUSE("hsaKmtDbgAddressWatch", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtPmcGetCounterProperties(HSAuint32 NodeId,

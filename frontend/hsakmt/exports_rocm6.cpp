@@ -6,10 +6,7 @@
 
 using namespace xenhsa::frontend::hsakmt;
 
-#define XENHSA_REFUSE(name, why) return call(name, [&](Session&) { return refuse(name, why); })
-
 namespace {
-constexpr const char* kDebuggerApi = "the GPU debugger interface is not forwarded";
 constexpr const char* kDmaBuf =
     "a dma-buf of the backend's GPU memory cannot cross the Xen boundary";
 constexpr const char* kSmi = "the backend's GPU system-management events are not a guest's";
@@ -31,32 +28,32 @@ HSAKMT_STATUS HSAKMTAPI hsaKmtGetRuntimeCapabilities(HSAuint32* caps_mask) {
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtCheckRuntimeDebugSupport(void) {
-    XENHSA_REFUSE("hsaKmtCheckRuntimeDebugSupport", kDebuggerApi);
+    XENHSA_REFUSE("hsaKmtCheckRuntimeDebugSupport", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDebugTrapIoctl(struct kfd_ioctl_dbg_trap_args* arg,
                                              HSA_QUEUEID* Queues, HSAuint64* DebugReturn) {
     (void)arg, (void)Queues, (void)DebugReturn;
-    XENHSA_REFUSE("hsaKmtDebugTrapIoctl", kDebuggerApi);
+    XENHSA_REFUSE("hsaKmtDebugTrapIoctl", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgEnable(void** runtime_info, HSAuint32* data_size) {
     (void)runtime_info, (void)data_size;
-    XENHSA_REFUSE("hsaKmtDbgEnable", kDebuggerApi);
+    XENHSA_REFUSE("hsaKmtDbgEnable", kNoDebugger);
 }
 
-HSAKMT_STATUS HSAKMTAPI hsaKmtDbgDisable(void) { XENHSA_REFUSE("hsaKmtDbgDisable", kDebuggerApi); }
+HSAKMT_STATUS HSAKMTAPI hsaKmtDbgDisable(void) { XENHSA_REFUSE("hsaKmtDbgDisable", kNoDebugger); }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgGetDeviceData(void** data, HSAuint32* n_entries,
                                                HSAuint32* entry_size) {
     (void)data, (void)n_entries, (void)entry_size;
-    XENHSA_REFUSE("hsaKmtDbgGetDeviceData", kDebuggerApi);
+    XENHSA_REFUSE("hsaKmtDbgGetDeviceData", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtDbgGetQueueData(void** data, HSAuint32* n_entries,
                                               HSAuint32* entry_size, bool suspend_queues) {
     (void)data, (void)n_entries, (void)entry_size, (void)suspend_queues;
-    XENHSA_REFUSE("hsaKmtDbgGetQueueData", kDebuggerApi);
+    XENHSA_REFUSE("hsaKmtDbgGetQueueData", kNoDebugger);
 }
 
 HSAKMT_STATUS HSAKMTAPI hsaKmtExportDMABufHandle(void* MemoryAddress, HSAuint64 MemorySizeInBytes,

@@ -99,6 +99,9 @@ HSAKMT_STATUS call(const char* name, F&& body) noexcept {
     }
 }
 
+// Why the debugger's calls are refused (ROCr asks at every start).
+inline constexpr const char* kNoDebugger = "the GPU debugger interface is not forwarded";
+
 // A refused call: logged once, HSAKMT_STATUS_NOT_SUPPORTED.
 inline HSAKMT_STATUS refuse(const char* name, const char* why,
                             spdlog::level::level_enum level = spdlog::level::warn) noexcept {
@@ -107,5 +110,8 @@ inline HSAKMT_STATUS refuse(const char* name, const char* why,
 }
 
 }  // namespace xenhsa::frontend::hsakmt
+
+// The body of an export that refuses: `return call(...)` of refuse(name, why).
+#define XENHSA_REFUSE(name, why) return call(name, [&](Session&) { return refuse(name, why); })
 
 #endif

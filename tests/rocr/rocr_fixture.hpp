@@ -106,6 +106,18 @@ protected:
         EXPECT_TRUE(released_within(domid));
     }
 
+    // xenhsa-hip-check's run: every check held, its copies to and from the program's own
+    // memory among them, and the backend keeps nothing of it.
+    void expect_hip_copies_held(const Guest& g) {
+        EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
+        for (const char* check : {"device", "pageable-round-trip", "registered-copy-in",
+                                  "registered-cpu-writes-seen", "unregistered-bytes-kept",
+                                  "neighbours-untouched", "pinned-round-trip", "shared-refused"}) {
+            EXPECT_TRUE(check_held(g.run, check)) << check;
+        }
+        EXPECT_TRUE(released_within(g.domid));
+    }
+
     std::filesystem::path domid_file_;
     int runs_ = 0;
     std::vector<std::string> run_options_;  // more of xenhsa-run's

@@ -30,13 +30,7 @@ TEST_F(Rocr, LockedProgramMemoryIsCopiedThroughItsGpuAddress) {
 // shared memory, which cannot move, is refused.
 TEST_F(Rocr, HipCopiesToAndFromTheProgramsOwnMemoryByteForByte) {
     const Guest g = run_in_guest({XENHSA_HIP_CHECK_BINARY});
-    EXPECT_TRUE(scenario_passed(g.run)) << g.run.out;
-    for (const char* check : {"device", "pageable-round-trip", "registered-copy-in",
-                              "registered-cpu-writes-seen", "unregistered-bytes-kept",
-                              "neighbours-untouched", "pinned-round-trip", "shared-refused"}) {
-        EXPECT_TRUE(check_held(g.run, check)) << check;
-    }
-    EXPECT_TRUE(released_within(g.domid));
+    expect_hip_copies_held(g);
 }
 
 // HIP's own GPU code (a device-to-device copy, hipMemset) cannot run on the software GPU:

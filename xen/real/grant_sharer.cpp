@@ -203,10 +203,8 @@ private:
             fatal("gntalloc: IOCTL_GNTALLOC_DEALLOC_GREF", errno);
         }
         if (!map_err && moved) {
-            // The bytes, then the view over them, with nothing in between. gntalloc's vma
-            // moves as any (its open and close count the users of its pages).
-            spec.copy_bytes(p, spec.at, len);
-            if (::mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, spec.at) == MAP_FAILED) {
+            // gntalloc's vma moves as any (its open and close count its pages' users).
+            if (!move_view_over(p, spec.at, len, spec.copy_bytes)) {
                 map_err = detail::last_error();
                 ::munmap(p, len);  // the grants go with it (deallocated above)
             } else {

@@ -35,4 +35,10 @@ void rereserve(std::byte* at, std::size_t len) noexcept {
     if (p == MAP_FAILED) fatal("cannot restore a PROT_NONE reservation", errno);
 }
 
+bool move_view_over(void* view, std::byte* at, std::size_t len,
+                    void (*copy_bytes)(void*, const void*, std::size_t)) noexcept {
+    copy_bytes(view, at, len);
+    return ::mremap(view, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, at) != MAP_FAILED;
+}
+
 }  // namespace xenhsa::xen

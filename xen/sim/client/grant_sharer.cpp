@@ -64,7 +64,7 @@ public:
         try {
             auto refs = wire::items_of<GrantRef>(msg.tail);
             shares_.emplace(addr, Share{id, spec.pages, spec.at != nullptr, false});
-            if (moved && !move_view(p, spec)) {
+            if (moved && !move_view_over(p, spec.at, len, spec.copy_bytes)) {
                 const int err = errno;
                 shares_.erase(addr);
                 client::unmap(static_cast<std::byte*>(p), len);
@@ -93,29 +93,16 @@ protected:
     }
 
     void release(std::byte* addr, std::span<const GrantRef> /*refs*/) noexcept override {
-        auto it = shares_.find(addr);
-        if (it == shares_.end()) fatal("release of unknown shared pages", EINVAL);
-        const Share share = it->second;
-        shares_.erase(it);
-        // Not ended: the daemon ends the grants once the peer unmaps (gntalloc's rule).
-        if (!share.ended) forget(wire::Op::share_release, share.id);
+        const Share share = give_up(addr);
         drop_view(addr, share.pages * kPageSize, share.fixed);
     }
 
     void release_replaced(std::byte* addr, std::span<const GrantRef> /*refs*/) noexcept override {
-        auto it = shares_.find(addr);
-        if (it == shares_.end()) fatal("release of unknown shared pages", EINVAL);
-        const Share share = it->second;
-        shares_.erase(it);
-        if (!share.ended) forget(wire::Op::share_release, share.id);
+        (void)give_up(addr);  // the view is the caller's already
     }
 
     RevokeEffect revoke(std::byte* addr, std::span<const GrantRef> /*refs*/) noexcept override {
-        auto it = shares_.find(addr);
-        if (it == shares_.end()) fatal("revoke of unknown shared pages", EINVAL);
-        const Share share = it->second;
-        shares_.erase(it);
-        if (!share.ended) forget(wire::Op::share_revoke, share.id);
+        const Share share = give_up(addr, wire::Op::share_revoke);
         drop_view(addr, share.pages * kPageSize, share.fixed);
         return RevokeEffect::enforced;
     }
@@ -128,21 +115,23 @@ private:
         bool ended;
     };
 
+    // The share at addr forgotten here and, if not ended, given up to the daemon with `op`
+    // (share_release: it ends the grants once the peer unmaps, gntalloc's rule).
+    Share give_up(std::byte* addr, wire::Op op = wire::Op::share_release) noexcept {
+        auto it = shares_.find(addr);
+        if (it == shares_.end()) fatal("release or revoke of unknown shared pages", EINVAL);
+        const Share share = it->second;
+        shares_.erase(it);
+        if (!share.ended) forget(op, share.id);
+        return share;
+    }
+
     // share_release / share_revoke: never fail, except when the daemon is gone.
     void forget(wire::Op op, uint64_t id) noexcept {
         const wire::IdReq req{id};
         auto done = ch_.call_small(op, wire::as_bytes(req));
         if (!done && !is_disconnect(done.error()))
             fatal("giving up shared pages", done.error().value());
-    }
-
-    // The bytes at spec.at into the view at p, then the view over spec.at: nothing runs in
-    // between that could write the range. false (errno) and the range untouched if the
-    // move fails.
-    static bool move_view(void* p, const ShareSpec& spec) noexcept {
-        const std::size_t len = spec.pages * kPageSize;
-        spec.copy_bytes(p, spec.at, len);
-        return ::mremap(p, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, spec.at) != MAP_FAILED;
     }
 
     static void drop_view(std::byte* addr, std::size_t len, bool fixed) noexcept {

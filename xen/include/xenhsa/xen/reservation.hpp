@@ -24,6 +24,12 @@ Result<std::byte*> reserve(std::size_t len) noexcept;
 // Fatal on failure.
 void rereserve(std::byte* at, std::size_t len) noexcept;
 
+// ShareSpec::copy_bytes: copies [at, at + len) into the view at `view`, then moves the view
+// over the range in one step (mremap), with nothing in between. false (errno set) and the
+// range untouched when the move fails; the view stays at `view` then.
+bool move_view_over(void* view, std::byte* at, std::size_t len,
+                    void (*copy_bytes)(void*, const void*, std::size_t)) noexcept;
+
 }  // namespace xenhsa::xen
 
 #endif
