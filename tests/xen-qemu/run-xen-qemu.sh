@@ -4,11 +4,13 @@
 # Boots Debian's Xen 4.17 hypervisor with Debian's kernel as a PV dom0 and a
 # busybox initramfs under qemu-system-x86_64 (TCG), starts a PV domU with
 # `xl create`, runs DOM0_TEST in dom0 and DOMU_TEST in the domU, and maps
-# QEMU's isa-debug-exit status to the result (33 pass, 35 fail).
+# QEMU's isa-debug-exit status to the result (33 pass, 35 fail). With --domd-test,
+# dom0 first starts a PV driver domain (domd.cfg) that runs DOMD_TEST.
 #
 # Usage: run-xen-qemu.sh --work DIR --dom0-test PATH --domu-test PATH
 #                        [--dom0-args "ARGS"] [--domu-args "ARGS"]
 #                        [--dom0-file SRC[:DEST]]... [--domu-file SRC[:DEST]]...
+#                        [--domd-test PATH [--domd-args "ARGS"] [--domd-file SRC[:DEST]]...]
 #                        [--name NAME] [--timeout SECONDS]
 #   --work DIR        cache/work dir (downloaded .debs, unpacked kernel and
 #                     hypervisor, base initramfs images, serial.log)
@@ -20,6 +22,10 @@
 #   --dom0-file/--domu-file SRC[:DEST]  another program or file for that
 #                     domain's initramfs, at DEST (default /usr/bin/NAME), with
 #                     the libraries `ldd` lists (repeatable)
+#   --domd-test PATH  program run in a driver domain (created before the domU, with
+#                     driver_domain=1) as `PATH DOMD_ARGS`; it must exit 0; dom0's
+#                     test then also gets XENHSA_DRIVER_DOMID=<its domid>
+#   --domd-args/--domd-file  as for the domU
 #   --name NAME       keep this run's files apart from other tests sharing the
 #                     work dir (and its download cache): WORK/run-NAME and
 #                     WORK/serial-NAME.log instead of WORK/run and WORK/serial.log
@@ -41,6 +47,9 @@ dom0_args="map"
 domu_args="offer"
 dom0_files=()
 domu_files=()
+domd_test=""
+domd_args=""
+domd_files=()
 name=""
 timeout_s=600
 
@@ -63,9 +72,12 @@ while [[ $# -gt 0 ]]; do
         --domu-args) domu_args="$2"; shift 2 ;;
         --dom0-file) dom0_files+=("$2"); shift 2 ;;
         --domu-file) domu_files+=("$2"); shift 2 ;;
+        --domd-test) domd_test="$2"; shift 2 ;;
+        --domd-args) domd_args="$2"; shift 2 ;;
+        --domd-file) domd_files+=("$2"); shift 2 ;;
         --name) name="$2"; shift 2 ;;
         --timeout) timeout_s="$2"; shift 2 ;;
-        -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) die "unknown argument: $1" ;;
     esac
 done
@@ -73,6 +85,7 @@ done
     die "--work, --dom0-test and --domu-test are required (see --help)"
 [[ -x "$dom0_test" ]] || die "dom0 test binary not found: $dom0_test"
 [[ -x "$domu_test" ]] || die "domU test binary not found: $domu_test"
+[[ -z "$domd_test" || -x "$domd_test" ]] || die "driver domain test not found: $domd_test"
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || die "bad --timeout: $timeout_s"
 [[ -z "$name" || "$name" =~ ^[A-Za-z0-9_.-]+$ ]] || die "bad --name: $name"
 
@@ -81,6 +94,7 @@ mkdir -p "$work"
 work="$(cd "$work" && pwd)"
 dom0_test="$(readlink -f "$dom0_test")"
 domu_test="$(readlink -f "$domu_test")"
+[[ -z "$domd_test" ]] || domd_test="$(readlink -f "$domd_test")"
 
 # One run per work dir at a time.
 exec 9>"$work/.lock"
@@ -119,7 +133,8 @@ libgcc_s=/lib/x86_64-linux-gnu/libgcc_s.so.1
 [[ -f "$libgcc_s" ]] || skip "libgcc_s.so.1 not found"
 libgcc_s="$(readlink -f "$libgcc_s")"
 # Checked after the prerequisites: a --domu-file may be one of them (/usr/bin/xenstore).
-for f in ${dom0_files[@]+"${dom0_files[@]}"} ${domu_files[@]+"${domu_files[@]}"}; do
+for f in ${dom0_files[@]+"${dom0_files[@]}"} ${domu_files[@]+"${domu_files[@]}"} \
+         ${domd_files[@]+"${domd_files[@]}"}; do
     [[ -f "${f%%:*}" ]] || die "file not found: ${f%%:*}"
 done
 
@@ -357,15 +372,31 @@ add_files() {
 run="$work/run${name:+-$name}"
 rm -rf "$run"
 mkdir -p "$run"
-r="$run/domu-test-root"
-mkdir -p "$r/test"
-copy_bin "$r" "$domu_test" /test/domu-test
-add_files "$r" ${domu_files[@]+"${domu_files[@]}"}
-install -D -m 0644 "$libgcc_s" "$r/lib/x86_64-linux-gnu/libgcc_s.so.1"
-echo "$domu_args" > "$r/test/domu-args"
-(cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
-    > "$run/domu-test.cpio"
-cat "$img/domu-base.cpio" "$run/domu-test.cpio" | gzip -6 > "$run/domu-initrd.gz"
+# guest_initrd NAME TEST ARGS FILE...: RUN/NAME-initrd.gz, the domU base image (its /init
+# runs /test/domu-test) with TEST, ARGS and the files, and xenstore's command names.
+guest_initrd() {
+    local gname="$1" gtest="$2" gargs="$3"
+    shift 3
+    local r="$run/$gname-test-root"
+    mkdir -p "$r/test"
+    copy_bin "$r" "$gtest" /test/domu-test
+    add_files "$r" "$@"
+    install -D -m 0644 "$libgcc_s" "$r/lib/x86_64-linux-gnu/libgcc_s.so.1"
+    if [[ -e "$r/usr/bin/xenstore" ]]; then
+        local a
+        for a in read write ls list rm exists watch chmod; do
+            ln -s xenstore "$r/usr/bin/xenstore-$a"
+        done
+    fi
+    echo "$gargs" > "$r/test/domu-args"
+    (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
+        > "$run/$gname-test.cpio"
+    cat "$img/domu-base.cpio" "$run/$gname-test.cpio" | gzip -6 > "$run/$gname-initrd.gz"
+    rm -rf "$r" "$run/$gname-test.cpio"
+}
+guest_initrd domu "$domu_test" "$domu_args" ${domu_files[@]+"${domu_files[@]}"}
+[[ -z "$domd_test" ]] ||
+    guest_initrd domd "$domd_test" "$domd_args" ${domd_files[@]+"${domd_files[@]}"}
 
 r="$run/dom0-test-root"
 mkdir -p "$r/test" "$r/root"
@@ -373,9 +404,13 @@ copy_bin "$r" "$dom0_test" /test/dom0-test
 add_files "$r" ${dom0_files[@]+"${dom0_files[@]}"}
 echo "$dom0_args" > "$r/test/dom0-args"
 cp "$run/domu-initrd.gz" "$r/root/domu-initrd.gz"
+if [[ -n "$domd_test" ]]; then
+    cp "$run/domd-initrd.gz" "$r/root/domd-initrd.gz"
+    cp "$here/domd.cfg" "$r/root/domd.cfg"
+fi
 pack "$r" "$run/dom0-test.cpio.gz"
 cat "$img/dom0-base.cpio.gz" "$run/dom0-test.cpio.gz" > "$run/dom0-initrd.gz"
-rm -rf "$run/domu-test-root" "$run/dom0-test-root"
+rm -rf "$run/dom0-test-root"
 
 # ---------------------------------------------------------------- boot
 log="$work/serial${name:+-$name}.log"
@@ -423,7 +458,7 @@ elapsed=$((SECONDS - t_boot))
 # full exchange between dom0 and the domU, "XENHSA-DOM0: > cmd" / "domU| XENHSA-PEER:
 # cmd -> reply", stays in the serial log).
 summary() {
-    grep -aE 'XENHSA-(INIT|DOMU-EXIT)|^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|^(domU\| )?(check|summary) ' \
+    grep -aE 'XENHSA-(INIT|DOMU-EXIT)|^\[ *(OK|PASSED|FAILED|SKIPPED) *\]|^((domU|domd)\| )?(check|summary) ' \
         "$log" || true
     grep -aqE "XENHSA-PEER: " "$log" || return 0
     msg "some of the domU's grant and event commands (all in the serial log):"

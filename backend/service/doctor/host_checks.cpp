@@ -122,9 +122,27 @@ std::vector<std::string> kfd_gfx_targets(const DoctorOptions& o) {
     return targets;
 }
 
+// A Xen domU: the backend runs in a driver domain there.
+bool xen_domu(const DoctorOptions& o) {
+    if (read_text(under(o, "/sys/hypervisor/type")) != "xen") {
+        return false;
+    }
+    const auto caps = read_text(under(o, "/proc/xen/capabilities"));
+    return !(caps && caps->find("control_d") != std::string::npos);
+}
+
 void gpu_checks(const DoctorOptions& o, std::vector<Check>& out) {
     const std::vector<Gpu> gpus = amd_gpus(o);
     if (gpus.empty()) {
+        if (xen_domu(o)) {
+            out.push_back({"AMD GPU", Status::warn,
+                           "no AMD GPU passed through to this domain: the backend will give "
+                           "guests the software GPU agent (--gpu soft), which runs kernels on "
+                           "the CPU",
+                           "in dom0: xl pci-assignable-add BDF, then pci = [ 'BDF' ] in this "
+                           "driver domain's xl config (docs/operations.md, In a driver domain)"});
+            return;
+        }
         out.push_back({"AMD GPU", Status::warn,
                        "no AMD GPU on this host: the backend will give guests the software "
                        "GPU agent (--gpu soft), which runs kernels on the CPU",
@@ -135,7 +153,10 @@ void gpu_checks(const DoctorOptions& o, std::vector<Check>& out) {
     for (const Gpu& g : gpus) {
         list += (list.empty() ? "" : ", ") + g.address;
     }
-    out.push_back({"AMD GPU", Status::pass, std::to_string(gpus.size()) + ": " + list, ""});
+    out.push_back({"AMD GPU", Status::pass,
+                   std::to_string(gpus.size()) + ": " + list +
+                       (xen_domu(o) ? " (passed through to this domain)" : ""),
+                   ""});
     for (const Gpu& g : gpus) {
         const AtomicsVerdict v = check_atomics_path(upstream_path(g.dir));
         out.push_back({"PCIe AtomicOps " + g.address, v.ok ? Status::pass : Status::fail, v.detail,
@@ -209,6 +230,28 @@ void xen_checks(const DoctorOptions& o, std::vector<Check>& out) {
                    "Xen " + major.value_or("?") + "." + minor.value_or("?") + extra.value_or("") +
                        (dom0 ? ", this is dom0" : ", this is a domU (a driver domain?)"),
                    ""});
+    if (o.backend_devices) {
+        const BackendDevices& d = *o.backend_devices;
+        out.push_back(
+            {"backend devices", Status::info,
+             d.devices == 0
+                 ? std::string("none plugged with this domain as backend yet")
+                 : std::to_string(d.devices) + " xenhsa device(s) of " + std::to_string(d.guests) +
+                       " guest(s) plugged with this domain as backend",
+             d.devices != 0 || dom0
+                 ? ""
+                 : "dom0's toolstack plugs them with this domain as backend (xenhsa-ctl plug "
+                   "--domid GUEST --backend-domid THIS) and lets it watch @releaseDomain "
+                   "(xenstore-chmod @releaseDomain n0 rTHIS) (docs/operations.md, In a "
+                   "driver domain)"});
+    }
+    if (!dom0) {
+        out.push_back({"grant maps (maptrack)", Status::info,
+                       "not readable from a domU: Xen's gnttab_max_maptrack_frames, or "
+                       "max_maptrack_frames in this domain's xl config, bounds what it maps "
+                       "for all its guests (256 pages per frame)",
+                       ""});
+    }
 
     const bool store = present(under(o, "/dev/xen/xenbus")) ||
                        present(under(o, "/dev/xen/xenbus_backend")) ||

@@ -1,7 +1,8 @@
 // xenhsa-doctor's checks of a host: what ROCm needs (an AMD GPU, PCIe AtomicOps up to the
 // root port, /dev/kfd, the GPU's gfx target and XNACK mode, the IOMMU) and what the
 // backend needs from Xen (the hypervisor, the domain's role, xenstore, gntdev, gntalloc
-// and its limit against the LEND quota, evtchn, the memlock limit). Everything is read
+// and its limit against the LEND quota, evtchn, the memlock limit; in a driver domain its
+// devices, the GPU passed through to it and the maptrack bound it cannot read). Everything is read
 // from files under `root` (sysfs, /dev, /proc), so tests run on fake trees; nothing is
 // written, config space included.
 #ifndef XENHSA_BACKEND_SERVICE_DOCTOR_HOST_CHECKS_HPP
@@ -33,6 +34,11 @@ struct XenGrantLimits {
     bool maptrack_default = true;  // Xen's default, not set on its command line
 };
 
+struct BackendDevices {
+    uint32_t guests = 0;
+    uint32_t devices = 0;
+};
+
 struct DoctorOptions {
     std::filesystem::path root = "/";
     uint64_t lend_pages = 65536;  // the max_lend_pages quota a guest may use
@@ -42,6 +48,9 @@ struct DoctorOptions {
     uint64_t map_pool_pages = 4194304;
     // Read from Xen by xenhsa-doctor in dom0 (tests give them); nullopt: not known.
     std::optional<XenGrantLimits> grant_limits;
+    // The xenhsa devices plugged with this domain as their backend (its xenstore
+    // backend/xenhsa), read by xenhsa-doctor on Xen; nullopt: not known.
+    std::optional<BackendDevices> backend_devices;
 };
 
 std::vector<Check> run_checks(const DoctorOptions& options);

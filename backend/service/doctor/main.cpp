@@ -3,10 +3,13 @@
 // writes config space (it prints the setpci command instead).
 //   xenhsa-doctor [--json] [--lend-pages N] [--max-guests N] [--map-pages N]
 //                 [--map-pool-pages N] [--sysfs-root DIR]
-// In dom0 it also asks Xen (libxenctrl) for the domain's grant table and maptrack sizes.
+// In dom0 it also asks Xen (libxenctrl) for the domain's grant table and maptrack sizes;
+// on Xen it counts the xenhsa devices plugged with this domain as backend (xenstore).
 // Exit status: 0 when no requirement fails, 1 when one does, 2 on a usage error.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +17,7 @@
 
 #if XENHSA_DOCTOR_HAVE_XEN
 #include <xenhsa/xen/real/grant_limits.hpp>
+#include <xenhsa/xen/real/platform.hpp>
 #endif
 
 namespace {
@@ -45,6 +49,37 @@ void print_json(const std::vector<Check>& checks) {
     const nlohmann::json out{{"ok", !any_failed(checks)}, {"checks", list}};
     std::cout << out.dump(2) << '\n';
 }
+
+#if XENHSA_DOCTOR_HAVE_XEN
+// The devices under this domain's backend/xenhsa in xenstore; nullopt off Xen or when
+// xenstore cannot be read.
+std::optional<xenhsa::backend::doctor::BackendDevices> backend_devices() {
+    std::string type;
+    if (!(std::ifstream("/sys/hypervisor/type") >> type) || type != "xen") {
+        return std::nullopt;
+    }
+    auto store = xenhsa::xen::real::open_store();
+    if (!store) {
+        return std::nullopt;
+    }
+    xenhsa::backend::doctor::BackendDevices found;
+    auto guests = store.value()->directory(xenhsa::xen::kNoTx, "backend/xenhsa");
+    if (!guests) {
+        if (guests.error().value() == ENOENT) {
+            return found;
+        }
+        return std::nullopt;
+    }
+    for (const std::string& guest : guests.value()) {
+        auto devices = store.value()->directory(xenhsa::xen::kNoTx, "backend/xenhsa/" + guest);
+        if (devices && !devices.value().empty()) {
+            ++found.guests;
+            found.devices += static_cast<uint32_t>(devices.value().size());
+        }
+    }
+    return found;
+}
+#endif
 
 }  // namespace
 
@@ -78,6 +113,7 @@ int main(int argc, char** argv) {
                 limits.value().grant_frames, limits.value().maptrack_frames,
                 limits.value().maptrack_default};
         }
+        options.backend_devices = backend_devices();
     }
 #endif
     const auto checks = xenhsa::backend::doctor::run_checks(options);

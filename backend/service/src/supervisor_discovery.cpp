@@ -1,5 +1,6 @@
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <limits>
 #include <xenhsa/backend/service/xenbus.hpp>
 
@@ -101,8 +102,18 @@ void Supervisor::rescan() {
     }
 }
 
+xen::Result<bool> Supervisor::guest_alive(const DeviceId& id) {
+    auto alive = platform_.domains->alive(id.fe);
+    if (alive || alive.error().value() != EACCES) {
+        return alive;
+    }
+    // EACCES here too means the directory is gone: the first node up the path that exists
+    // (/local/domain) is not ours to read.
+    return static_cast<bool>(platform_.store->read(xen::kNoTx, frontend_dir(id) + "/state"));
+}
+
 void Supervisor::add_device(const DeviceId& id) {
-    const auto alive = platform_.domains->alive(id.fe);
+    const auto alive = guest_alive(id);
     if (alive && !alive.value()) {
         log_->debug("ignoring device {}: domain {} is gone", to_string(id), id.fe);
         return;
@@ -119,7 +130,7 @@ void Supervisor::domains_released() {
         if (dev.removing) {
             continue;
         }
-        const auto alive = platform_.domains->alive(id.fe);
+        const auto alive = guest_alive(id);
         if (alive && !alive.value()) {
             dead.push_back(id);
             if (checked.insert(id.fe).second) {
@@ -128,6 +139,7 @@ void Supervisor::domains_released() {
         }
     }
     for (const auto& id : dead) {
+        devices_.at(id).domain_gone = true;
         retire(id);
     }
     // A later domain with the same id starts from the global quotas.
@@ -154,6 +166,9 @@ void Supervisor::retire(const DeviceId& id) {
 }
 
 void Supervisor::forget(const DeviceId& id) {
+    if (const auto it = devices_.find(id); it != devices_.end() && it->second.domain_gone) {
+        remove_backend_dir(id);
+    }
     devices_.erase(id);
     const bool had_slot = shares_.admitted(id);
     shares_.leave(id);
@@ -167,6 +182,22 @@ void Supervisor::forget(const DeviceId& id) {
             start_worker(dev);
             return;
         }
+    }
+}
+
+void Supervisor::remove_backend_dir(const DeviceId& id) {
+    // xl knows no xenhsa device: its toolstack leaves the backend's directories of a dead
+    // guest to the backend, as libxl leaves a driver domain's to it.
+    const std::string dir = backend_dir(be_, id);
+    if (auto removed = platform_.store->rm(xen::kNoTx, dir);
+        !removed && removed.error().value() != ENOENT) {
+        log_->warn("device {}: cannot remove {}: {}", to_string(id), dir,
+                   removed.error().message());
+        return;
+    }
+    const std::string level = root_ + "/" + std::to_string(id.fe);
+    if (auto left = platform_.store->directory(xen::kNoTx, level); left && left.value().empty()) {
+        (void)platform_.store->rm(xen::kNoTx, level);
     }
 }
 

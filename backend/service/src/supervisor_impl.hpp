@@ -44,6 +44,7 @@ struct Device {
     DeviceId id;
     std::unique_ptr<WorkerProcess> worker;
     bool removing = false;           // unplugged or its domain died: forget after the worker
+    bool domain_gone = false;        // its backend directory goes with it (forget())
     bool watching_frontend = false;  // waiting for Initialising to restart
     bool restart_pending = false;
     unsigned failures = 0;                // workers in a row that ended before connecting
@@ -71,12 +72,20 @@ private:
     void rescan();
     void add_device(const DeviceId& id);
     void domains_released();
+    // Whether the guest of `id` lives. A driver domain may not read /local/domain/<fe>
+    // (xenstored answers EACCES whether or not it exists): there the device's frontend
+    // directory, which the toolstack lets the backend read and removes with the domain,
+    // tells.
+    xen::Result<bool> guest_alive(const DeviceId& id);
 
     // Ends the device's worker and forgets the device.
     void retire(const DeviceId& id);
 
     // The device is gone: its slot goes to a refused device, if one waits.
     void forget(const DeviceId& id);
+    // Its guest died: the backend's directory of the device, and the guest's level once
+    // empty.
+    void remove_backend_dir(const DeviceId& id);
 
     // --- workers (supervisor_workers.cpp) ------------------------------------------------
     void start_worker(Device& dev);

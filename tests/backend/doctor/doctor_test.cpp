@@ -280,6 +280,44 @@ TEST_F(FakeHost, AGoodGpuOnXenPassesAndALowGntallocLimitWarns) {
     EXPECT_FALSE(any_failed(checks));
 }
 
+// A driver domain: a domU that serves devices, with or without the GPU passed through.
+TEST_F(FakeHost, ADriverDomainSaysItsDevicesItsGpuAndTheMaptrackBoundItCannotRead) {
+    xen_dom0("1048576");
+    file("/proc/xen/capabilities", "");
+    DoctorOptions o = options();
+    o.backend_devices = BackendDevices{1, 2};
+    auto checks = run_checks(o);
+    EXPECT_NE(find(checks, "Xen").detail.find("this is a domU"), std::string::npos);
+    const Check& gpu = find(checks, "AMD GPU");
+    EXPECT_EQ(gpu.status, Status::warn);
+    EXPECT_NE(gpu.detail.find("no AMD GPU passed through to this domain"), std::string::npos);
+    EXPECT_NE(gpu.remedy.find("xl pci-assignable-add"), std::string::npos);
+    EXPECT_EQ(find(checks, "backend devices").detail,
+              "2 xenhsa device(s) of 1 guest(s) plugged with this domain as backend");
+    EXPECT_NE(find(checks, "grant maps (maptrack)").detail.find("max_maptrack_frames"),
+              std::string::npos);
+    EXPECT_FALSE(any_failed(checks));
+
+    o.backend_devices = BackendDevices{};
+    gpu_host(true);
+    checks = run_checks(o);
+    EXPECT_NE(find(checks, "backend devices").remedy.find("--backend-domid"), std::string::npos);
+    EXPECT_NE(find(checks, "backend devices").remedy.find("@releaseDomain"), std::string::npos);
+    EXPECT_NE(find(checks, "AMD GPU").detail.find("passed through to this domain"),
+              std::string::npos);
+}
+
+TEST_F(FakeHost, InDom0TheMaptrackIsNotSaidUnreadableAndNoDevicesNeedNoRemedy) {
+    xen_dom0("1048576");
+    DoctorOptions o = options();
+    o.backend_devices = BackendDevices{};
+    const auto checks = run_checks(o);
+    EXPECT_EQ(find(checks, "backend devices").remedy, "");
+    for (const Check& c : checks) {
+        EXPECT_NE(c.name, "grant maps (maptrack)") << "dom0 reads it (grant_limits)";
+    }
+}
+
 TEST_F(FakeHost, MissingXenDevicesAndKfdFail) {
     gpu_host(true);
     xen_dom0("1048576");

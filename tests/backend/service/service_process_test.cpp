@@ -160,6 +160,11 @@ TEST_F(ServiceTest, DestroyedGuestLosesItsWorker) {
     ASSERT_TRUE(sim::destroy_domain(sim_.dir(), a));
     EXPECT_TRUE(eventually([&] { return process_gone(pid_a); }));
     EXPECT_TRUE(eventually([&] { return device(a).is_null(); })) << "the device is forgotten";
+    // The toolstack (xl knows no xenhsa device) leaves the backend's side to the backend.
+    EXPECT_TRUE(eventually([&] {
+        return !dom0_.store->read(xen::kNoTx,
+                                  "/local/domain/0/backend/xenhsa/" + std::to_string(a));
+    })) << "the backend removes its directories of the dead guest";
     EXPECT_EQ(be_read(b, "state"), "4");
     EXPECT_EQ(ask(b, kHello), uint64_t{XENHSA_STATUS_OK});
 }
