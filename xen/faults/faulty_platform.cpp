@@ -75,6 +75,9 @@ public:
         }
         return inner_->share(spec);
     }
+    [[nodiscard]] bool sees_peer_mappings() const noexcept override {
+        return inner_->sees_peer_mappings();
+    }
 
 protected:
     // The pages belong to the inner sharer (SharedPages' owner): never called.

@@ -74,6 +74,8 @@ public:
         return h_ ? xengntshr_fd(h_.get()) : -1;
     }
 
+    [[nodiscard]] bool sees_peer_mappings() const noexcept override { return table_ != nullptr; }
+
     Result<SharedPages> share(const ShareSpec& spec) override {
         const std::size_t pages = spec.pages;
         // The C API counts pages in an int (and unshares with a uint32_t).

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <new>
 #include <type_traits>
@@ -18,6 +19,7 @@
 #include "detail.hpp"
 
 extern "C" {
+#include <xen/features.h>
 #include <xen/sys/privcmd.h>
 #include <xenforeignmemory.h>
 }
@@ -177,7 +179,23 @@ struct OwnGrantTable::Impl {
     UniqueFmem fmem;
 };
 
+// XENFEAT_auto_translated_physmap, as Xen's sysfs node shows this domain's features (a
+// hexadecimal bitmap); unknown counts as translated.
+static bool auto_translated() noexcept {
+    std::FILE* f = std::fopen("/sys/hypervisor/properties/features", "re");
+    if (f == nullptr) {
+        return true;
+    }
+    unsigned long features = 0;
+    const bool read = std::fscanf(f, "%lx", &features) == 1;
+    std::fclose(f);
+    return !read || (features & (1UL << XENFEAT_auto_translated_physmap)) != 0;
+}
+
 std::unique_ptr<OwnGrantTable> OwnGrantTable::open() noexcept {
+    if (auto_translated()) {
+        return nullptr;
+    }
     Fd privcmd(::open("/dev/xen/privcmd", O_RDWR | O_CLOEXEC));
     Fd hypercall(::open("/dev/xen/hypercall", O_RDWR | O_CLOEXEC));
     if (privcmd.get() < 0 || hypercall.get() < 0) {

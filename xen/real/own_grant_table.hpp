@@ -8,8 +8,9 @@
 // It cannot be read without privcmd (not root, no xen-privcmd module), in an
 // unprivileged domU, including a driver domain (Linux restricts privcmd there to the
 // domain it is a device model for, so the hypercall fails with EPERM; seen on Debian's
-// 6.1 kernel), in an HVM/PVH domain (the table frames are not machine frames), or with
-// grant table v2: open() then returns nullptr.
+// 6.1 kernel), in an auto-translated domain (HVM/PVH, and every domain on Arm: the frames
+// setup_table names are not this domain's guest frames, and mapping them would read some
+// other page; seen on arm64 Xen 4.17), or with grant table v2: open() then returns nullptr.
 #ifndef XENHSA_XEN_REAL_OWN_GRANT_TABLE_HPP
 #define XENHSA_XEN_REAL_OWN_GRANT_TABLE_HPP
 

@@ -245,6 +245,14 @@ void xen_checks(const DoctorOptions& o, std::vector<Check>& out) {
                    "(xenstore-chmod @releaseDomain n0 rTHIS) (docs/operations.md, In a "
                    "driver domain)"});
     }
+    if (!dom0 && o.xen_on_arm) {
+        out.push_back({"XSM", Status::info,
+                       "Debian's arm64 Xen enforces XSM SILO unless booted with xsm=dummy (or a "
+                       "FLASK policy): under SILO a domU shares grants and event channels with "
+                       "dom0 only, so a driver domain's guests cannot connect",
+                       "add xsm=dummy to Xen's command line (GRUB_CMDLINE_XEN) for a driver "
+                       "domain (docs/operations.md, arm64 Xen)"});
+    }
     if (!dom0) {
         out.push_back({"grant maps (maptrack)", Status::info,
                        "not readable from a domU: Xen's gnttab_max_maptrack_frames, or "

@@ -51,6 +51,12 @@ struct DoctorOptions {
     // The xenhsa devices plugged with this domain as their backend (its xenstore
     // backend/xenhsa), read by xenhsa-doctor on Xen; nullopt: not known.
     std::optional<BackendDevices> backend_devices;
+    // Xen on Arm (where Debian's hypervisor enforces XSM SILO by default).
+#if defined(__aarch64__)
+    bool xen_on_arm = true;
+#else
+    bool xen_on_arm = false;
+#endif
 };
 
 std::vector<Check> run_checks(const DoctorOptions& options);

@@ -297,6 +297,9 @@ TEST_F(FakeHost, ADriverDomainSaysItsDevicesItsGpuAndTheMaptrackBoundItCannotRea
     EXPECT_NE(find(checks, "grant maps (maptrack)").detail.find("max_maptrack_frames"),
               std::string::npos);
     EXPECT_FALSE(any_failed(checks));
+    o.xen_on_arm = true;
+    EXPECT_NE(find(run_checks(o), "XSM").remedy.find("xsm=dummy"), std::string::npos)
+        << "a driver domain on Arm is told about SILO";
 
     o.backend_devices = BackendDevices{};
     gpu_host(true);

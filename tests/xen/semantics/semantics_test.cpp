@@ -281,6 +281,32 @@ TEST_F(Semantics, EndAccessFailsWithEbusyWhileThePeerMapsAndSucceedsAfterUnmap) 
     ASSERT_TRUE(peer().probe_write(mid, 5, 0x77));
     EXPECT_EQ(byte_at(shared.data() + 5), 0x77);  // and we see its write
 
+#if defined(__x86_64__)
+    // The x86-64 tier's dom0 is PV: its own grant table can be read there.
+    EXPECT_TRUE(self().sharer->sees_peer_mappings());
+#endif
+    if (!self().sharer->sees_peer_mappings()) {
+        // It cannot read its own grant table (an auto-translated domain: every domain on
+        // Arm, HVM/PVH): end_access succeeds, and gntalloc keeps the pages, with their
+        // bytes, out of use until the peer unmaps; the ended grants cannot be mapped again.
+        // Linux retries ending such a grant every second (gnttab's deferred list): until
+        // then the peer could map the same pages again.
+        EXPECT_TRUE(shared.end_access());
+        EXPECT_EQ(shared.pages(), 0u);
+        EXPECT_EQ(peer().probe_read(mid, 5).value(), 0x77) << "the pages went while mapped";
+        ASSERT_TRUE(peer().unmap(mid));
+        bool ended = false;
+        for (int i = 0; i < 25 && !ended; ++i) {
+            auto again = peer().map(self_id(), refs, false);
+            ended = !again;
+            if (again) {
+                ASSERT_TRUE(peer().unmap(again.value()));
+                std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            }
+        }
+        EXPECT_TRUE(ended) << "an ended grant can still be mapped 5 s after the peer unmapped";
+        return;
+    }
     auto busy = shared.end_access();
     ASSERT_FALSE(busy) << "end_access succeeded while the peer maps the pages";
     EXPECT_EQ(busy.error(), std::errc::device_or_resource_busy);
@@ -490,8 +516,15 @@ TEST_F(Semantics, MaskedEventsAreNotDeliveredUntilUnmasked) {
 }
 
 TEST_F(Semantics, UnboundPortCanOnlyBeBoundByTheNamedDomain) {
-    ASSIGN_OR_FAIL(for_other, self().events->bind_unbound(env_->other_domid()));
-    EXPECT_FALSE(peer().bind(self_id(), for_other.port())) << "bound a port offered to another";
+    auto for_other = self().events->bind_unbound(env_->other_domid());
+    if (for_other) {
+        EXPECT_FALSE(peer().bind(self_id(), for_other.value().port()))
+            << "bound a port offered to another";
+    } else {
+        // Xen's SILO policy (XSM; Debian's arm64 default) offers ports to existing domains
+        // only: the domain named is nobody.
+        EXPECT_EQ(for_other.error(), std::errc::no_such_process) << for_other.error().message();
+    }
 
     ASSIGN_OR_FAIL(for_peer, self().events->bind_unbound(peer_id()));
     EXPECT_TRUE(peer().bind(self_id(), for_peer.port()));

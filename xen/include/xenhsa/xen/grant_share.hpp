@@ -93,6 +93,9 @@ public:
 
     // Allocates `spec.pages` zeroed pages and grants them to `spec.peer`.
     virtual Result<SharedPages> share(const ShareSpec& spec) = 0;
+    // Whether end_access() sees that a peer still maps a page (and fails with EBUSY).
+    // Where it cannot, it succeeds and the pages stay out of use until the peer unmaps.
+    [[nodiscard]] virtual bool sees_peer_mappings() const noexcept { return true; }
 
 protected:
     friend class SharedPages;
