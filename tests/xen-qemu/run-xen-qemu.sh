@@ -27,7 +27,8 @@
 #                     the libraries `ldd` lists (repeatable)
 #   --domd-test PATH  program run in a driver domain (created before the domU, with
 #                     driver_domain=1) as `PATH DOMD_ARGS`; it must exit 0; dom0's
-#                     test then also gets XENHSA_DRIVER_DOMID=<its domid>
+#                     test then also gets XENHSA_DRIVER_DOMID=<its domid>. The driver
+#                     domain has no xen-privcmd: what runs there must not need it
 #   --domd-args/--domd-file  as for the domU
 #   --name NAME       keep this run's files apart from other tests sharing the
 #                     work dir (and its download cache): WORK/run-NAME and
@@ -473,6 +474,7 @@ guest_initrd() {
         done
     fi
     echo "$gargs" > "$r/test/domu-args"
+    [[ "$gname" != domd ]] || echo xen-evtchn xen-gntdev xen-gntalloc > "$r/test/modules"
     (cd "$r" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) \
         > "$run/$gname-test.cpio"
     cat "$img/domu-base.cpio" "$run/$gname-test.cpio" | gzip -6 > "$run/$gname-initrd.gz"
