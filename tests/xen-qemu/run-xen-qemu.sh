@@ -329,7 +329,7 @@ copy_bin() {
     local out
     if ! out="$(list_libs "$src" 2>&1)"; then
         # "not a dynamic executable" (static): nothing more to copy.
-        grep -q "not a dynamic executable\|statically linked\|cannot be preloaded\|no dynamic section" <<<"$out" && return 0
+        grep -q "not a dynamic executable\|statically linked" <<<"$out" && return 0
         die "ldd $src failed: $out"
     fi
     if grep -q "not found" <<<"$out"; then

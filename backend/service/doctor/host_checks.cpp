@@ -224,8 +224,7 @@ void xen_checks(const DoctorOptions& o, std::vector<Check>& out) {
     const auto major = read_text(under(o, "/sys/hypervisor/version/major"));
     const auto minor = read_text(under(o, "/sys/hypervisor/version/minor"));
     const auto extra = read_text(under(o, "/sys/hypervisor/version/extra"));
-    const auto caps = read_text(under(o, "/proc/xen/capabilities"));
-    const bool dom0 = caps && caps->find("control_d") != std::string::npos;
+    const bool dom0 = !xen_domu(o);  // on Xen here
     out.push_back({"Xen", Status::pass,
                    "Xen " + major.value_or("?") + "." + minor.value_or("?") + extra.value_or("") +
                        (dom0 ? ", this is dom0" : ", this is a domU (a driver domain?)"),

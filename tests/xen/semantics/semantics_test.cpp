@@ -6,9 +6,15 @@
 //   * batch map status: real gntdev reports one errno for the whole batch, the sim one per
 //     element (grant_map.hpp);
 //   * revoke of a page the peer maps: enforced by the sim, cooperative on Xen 4.17
-//     (grant_share.hpp: RevokeEffect).
+//     (grant_share.hpp: RevokeEffect);
+//   * end_access while the peer maps: EBUSY where this domain reads its own grant table
+//     (the sim, an x86 PV dom0), deferred by the kernel where it cannot (every domain on
+//     Arm: script/xen-arm64 runs this file there too; GrantSharer::sees_peer_mappings);
+//   * a port offered to a domain that does not exist: refused by Xen's XSM SILO (Debian's
+//     arm64 default), offered elsewhere.
 // Everything else must hold on both. The test that kills the peer comes last: on Xen it
-// destroys the tier's only domU.
+// destroys the tier's only domU (GoogleTest runs a file's tests in order, so the file
+// stays one).
 //
 // "Nothing happens" checks wait kQuiet: a slow machine can only make them weaker, never
 // make them fail. Every other wait is bounded by kWait and expects something to happen.
